@@ -1,0 +1,52 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "gate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "gate", targets: ["gate"]),
+        .executable(name: "esp32-sim", targets: ["esp32-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
+        .target(name: "GateCore"),
+        // Sockets, files, clocks, interfaces: everything that touches the system.
+        .target(
+            name: "GateSystem",
+            dependencies: [
+                "GateCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "gate",
+            dependencies: [
+                "GateCore",
+                "GateSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "esp32-sim",
+            dependencies: [
+                "GateCore",
+                "GateSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "esp32-sim"
+        ),
+        .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
+        .testTarget(
+            name: "GateIntegrationTests",
+            dependencies: ["GateCore", "gate", "esp32-sim"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,256 @@
+/// What looking up one key found: the distinction between absent (take the
+/// default) and invalid (already reported) keeps one mistake from causing a
+/// second, misleading problem.
+enum ConfigLookup<Value> {
+    case absent
+    case invalid
+    case found(Value, line: Int)
+
+    var value: Value? {
+        if case .found(let value, _) = self { value } else { nil }
+    }
+
+    var isInvalid: Bool {
+        if case .invalid = self { true } else { false }
+    }
+
+    func or(_ fallback: Value) -> Value {
+        value ?? fallback
+    }
+}
+
+extension ConfigValidator {
+    mutating func udpConfig() -> UDPConfig? {
+        guard tableLines[.udp] != nil else { return nil }
+        let host = host(in: .udp, what: "the ESP32")
+        let port = integer(.udp, "port", in: 1...65535)
+        let timeout = seconds(.udp, "timeout", allowsZero: false, maximum: 60)
+        guard let host else { return nil }
+        return UDPConfig(host: host, port: port.or(UDPConfig.defaultPort), timeout: timeout.or(UDPConfig.defaultTimeout))
+    }
+
+    mutating func mqttConfig() -> MQTTConfig? {
+        guard tableLines[.mqtt] != nil else { return nil }
+        let host = host(in: .mqtt, what: "the MQTT broker")
+        let port = integer(.mqtt, "port", in: 1...65535)
+        let tls = boolean(.mqtt, "tls")
+        let caFile = caFile(tls: tls)
+        let username = username()
+        let prefix = clientIDPrefix()
+        let trigger = topic("trigger_topic")
+        let status = topic("status_topic")
+        checkTopicsDiffer(trigger: trigger, status: status)
+        let timeout = seconds(.mqtt, "timeout", allowsZero: false, maximum: 60)
+        guard let host else { return nil }
+        return MQTTConfig(
+            host: host,
+            port: port.value,
+            tls: tls.or(false),
+            caFile: caFile,
+            username: username,
+            clientIDPrefix: prefix.or(MQTTConfig.defaultClientIDPrefix),
+            triggerTopic: trigger.or(MQTTConfig.defaultTriggerTopic),
+            statusTopic: status.or(MQTTConfig.defaultStatusTopic),
+            timeout: timeout.or(MQTTConfig.defaultTimeout)
+        )
+    }
+
+    mutating func buttonConfig() -> ButtonConfig? {
+        guard let tableLine = tableLines[.button] else { return nil }
+        var chip = ButtonConfig.defaultChip
+        if case .found(let name, let line) = string(.button, "chip") {
+            if name.isEmpty {
+                report("button.chip", line: line, "must not be empty; give a chip name such as \"gpiochip0\", a number, a path or a label")
+            } else if name.utf8.contains(0) {
+                report("button.chip", line: line, "must not contain a NUL character")
+            } else {
+                chip = name
+            }
+        }
+        let line = integer(.button, "line", in: 0...1023)
+        if case .absent = line {
+            report("button.line", line: tableLine, "a GPIO line number (0–1023) is required in [button]")
+        }
+        let activeLow = boolean(.button, "active_low")
+        let debounce = integer(.button, "debounce_ms", in: 0...1000, unit: " milliseconds")
+        guard let lineNumber = line.value else { return nil }
+        return ButtonConfig(
+            chip: chip,
+            line: lineNumber,
+            activeLow: activeLow.or(true),
+            debounceMilliseconds: debounce.or(ButtonConfig.defaultDebounceMilliseconds)
+        )
+    }
+
+    mutating func runtimeConfig() -> RuntimeConfig {
+        RuntimeConfig(
+            resetDelay: seconds(.runtime, "reset_delay", allowsZero: true, maximum: 3600).or(RuntimeConfig.defaultResetDelay),
+            cooldown: seconds(.runtime, "cooldown", allowsZero: true, maximum: 3600).or(RuntimeConfig.defaultCooldown)
+        )
+    }
+
+    // MARK: Keys with their own rules
+
+    private mutating func host(in table: ConfigTable, what: String) -> String? {
+        let key = "\(table.rawValue).host"
+        switch string(table, "host") {
+        case .absent:
+            report(key, line: tableLines[table], "a host is required in [\(table.rawValue)]: the IPv4 or IPv6 literal or the host name of \(what)")
+            return nil
+        case .invalid:
+            return nil
+        case .found(let text, let line):
+            if text.isEmpty {
+                report(key, line: line, "must not be empty; give the IPv4 or IPv6 literal or the host name of \(what)")
+            } else if text.unicodeScalars.contains(where: Self.isControl) {
+                report(key, line: line, "must not contain control characters")
+            } else if text.hasPrefix("["), text.hasSuffix("]") {
+                // `[::1]` as in URLs; stored bare, as the socket layer takes it.
+                let inner = String(text.dropFirst().dropLast())
+                if !inner.hasPrefix("["), IPAddress(literal: inner)?.family == .v6 { return inner }
+                report(key, line: line, "\(TOMLDocument.quoted(text)) is not a valid IPv6 address; brackets are only for IPv6 literals")
+            } else if let problem = HostName.problem(with: text) {
+                report(key, line: line, problem)
+            } else {
+                return text
+            }
+            return nil
+        }
+    }
+
+    private mutating func caFile(tls: ConfigLookup<Bool>) -> String? {
+        guard case .found(let path, let line) = string(.mqtt, "ca_file") else { return nil }
+        if path.isEmpty {
+            report("mqtt.ca_file", line: line, "must not be empty; leave ca_file out to use the system's trusted certificates")
+        } else if path.utf8.contains(0) {
+            report("mqtt.ca_file", line: line, "must not contain a NUL character")
+        } else if !tls.isInvalid, !tls.or(false) {
+            report("mqtt.ca_file", line: line, "ca_file is only used with tls = true; set tls = true or remove ca_file")
+        } else {
+            return path
+        }
+        return nil
+    }
+
+    private mutating func username() -> String? {
+        guard case .found(let name, let line) = string(.mqtt, "username") else { return nil }
+        if name.isEmpty {
+            report("mqtt.username", line: line, "must not be empty; leave username out to connect without one")
+        } else if name.unicodeScalars.contains(where: Self.isControl) {
+            report("mqtt.username", line: line, "must not contain control characters")
+        } else {
+            return name
+        }
+        return nil
+    }
+
+    private mutating func clientIDPrefix() -> ConfigLookup<String> {
+        guard case .found(let prefix, let line) = string(.mqtt, "client_id_prefix") else { return .absent }
+        let why = "the client id is this prefix plus 8 hex digits, and MQTT 3.1.1 brokers need only accept 23 characters"
+        if !prefix.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) }) {
+            report("mqtt.client_id_prefix", line: line, "may only contain A–Z, a–z, 0–9, `_` and `-`; \(why) of that kind")
+        } else if prefix.utf8.count > 15 {
+            report("mqtt.client_id_prefix", line: line, "the prefix is \(prefix.utf8.count) characters long, more than 15; \(why)")
+        } else {
+            return .found(prefix, line: line)
+        }
+        return .invalid
+    }
+
+    private mutating func topic(_ name: String) -> ConfigLookup<String> {
+        let lookup = string(.mqtt, name)
+        guard case .found(let topic, let line) = lookup else { return lookup }
+        let key = "mqtt.\(name)"
+        if topic.isEmpty {
+            report(key, line: line, "must not be empty")
+        } else if topic.utf8.contains(0) {
+            report(key, line: line, "must not contain a NUL character")
+        } else if topic.contains("+") || topic.contains("#") {
+            report(key, line: line, "topics must not contain wildcards (`+` or `#`): gate publishes and reads one exact topic")
+        } else if topic.utf8.count > 65535 {
+            report(key, line: line, "the topic is \(topic.utf8.count) bytes long; an MQTT topic has at most 65535")
+        } else {
+            return lookup
+        }
+        return .invalid
+    }
+
+    private mutating func checkTopicsDiffer(trigger: ConfigLookup<String>, status: ConfigLookup<String>) {
+        guard !trigger.isInvalid, !status.isInvalid,
+              trigger.or(MQTTConfig.defaultTriggerTopic) == status.or(MQTTConfig.defaultStatusTopic) else { return }
+        let (key, line): (String, Int?) = switch (status, trigger) {
+        case (.found(_, let line), _): ("mqtt.status_topic", line)
+        case (_, .found(_, let line)): ("mqtt.trigger_topic", line)
+        default: ("mqtt.status_topic", tableLines[.mqtt])
+        }
+        report(key, line: line, "trigger_topic and status_topic must differ; gate would take its own trigger for the ESP32's status")
+    }
+
+    // MARK: Typed values
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .control
+    }
+
+    private mutating func mismatch(_ table: ConfigTable, _ key: String, _ entry: TOMLDocument.Entry, expected: String) {
+        report("\(table.rawValue).\(key)", line: entry.line, "expected \(expected), got \(entry.value.typeDescription)")
+    }
+
+    private mutating func string(_ table: ConfigTable, _ key: String) -> ConfigLookup<String> {
+        guard let entry = values[table]?[key] else { return .absent }
+        guard case .string(let text) = entry.value else {
+            mismatch(table, key, entry, expected: "a string")
+            return .invalid
+        }
+        return .found(text, line: entry.line)
+    }
+
+    private mutating func boolean(_ table: ConfigTable, _ key: String) -> ConfigLookup<Bool> {
+        guard let entry = values[table]?[key] else { return .absent }
+        guard case .boolean(let flag) = entry.value else {
+            mismatch(table, key, entry, expected: "a boolean (true or false)")
+            return .invalid
+        }
+        return .found(flag, line: entry.line)
+    }
+
+    private mutating func integer(_ table: ConfigTable, _ key: String, in range: ClosedRange<Int>, unit: String = "") -> ConfigLookup<Int> {
+        guard let entry = values[table]?[key] else { return .absent }
+        guard case .integer(let number) = entry.value else {
+            mismatch(table, key, entry, expected: "an integer")
+            return .invalid
+        }
+        guard number >= Int64(range.lowerBound), number <= Int64(range.upperBound) else {
+            report("\(table.rawValue).\(key)", line: entry.line, "\(number) is out of range (\(range.lowerBound)–\(range.upperBound)\(unit))")
+            return .invalid
+        }
+        return .found(Int(number), line: entry.line)
+    }
+
+    /// A duration: an integer or a float, finite, within `0…maximum` (`0` itself only when `allowsZero`).
+    private mutating func seconds(_ table: ConfigTable, _ key: String, allowsZero: Bool, maximum: Int) -> ConfigLookup<Double> {
+        guard let entry = values[table]?[key] else { return .absent }
+        let name = "\(table.rawValue).\(key)"
+        let value: Double, written: String
+        switch entry.value {
+        case .integer(let number): (value, written) = (Double(number), "\(number)")
+        case .float(let number): (value, written) = (number, "\(number)")
+        case .string, .boolean:
+            mismatch(table, key, entry, expected: "a number of seconds")
+            return .invalid
+        }
+        if !value.isFinite {
+            report(name, line: entry.line, "\(written) is not a finite number of seconds")
+        } else if allowsZero ? value < 0 : value <= 0 {
+            report(name, line: entry.line, allowsZero
+                ? "\(written) is negative; it must be between 0 and \(maximum) seconds"
+                : "\(written) is not a usable timeout; it must be more than 0 seconds")
+        } else if value > Double(maximum) {
+            report(name, line: entry.line, "\(written) is more than \(maximum) seconds; the value is in seconds, not milliseconds")
+        } else {
+            // -0.0 would print as "-0.0"; a plain zero reads better.
+            return .found(value == 0 ? 0 : value, line: entry.line)
+        }
+        return .invalid
+    }
+}

@@ -1,0 +1,115 @@
+/// The validated configuration of SPEC §4, with every default applied.
+///
+/// Values of this type only come out of `GateConfig.parse(toml:file:)`, which
+/// refuses anything that does not validate, so code that holds a `GateConfig`
+/// never has to re-check ranges or host names.
+public struct GateConfig: Sendable, Equatable {
+    public var udp: UDPConfig?
+    public var mqtt: MQTTConfig?
+    public var button: ButtonConfig?
+    public var runtime: RuntimeConfig
+
+    public init(udp: UDPConfig? = nil, mqtt: MQTTConfig? = nil, button: ButtonConfig? = nil, runtime: RuntimeConfig = RuntimeConfig()) {
+        self.udp = udp
+        self.mqtt = mqtt
+        self.button = button
+        self.runtime = runtime
+    }
+}
+
+/// Where the ESP32 listens for UDP triggers.
+public struct UDPConfig: Sendable, Equatable {
+    public static let defaultPort = 8080
+    public static let defaultTimeout: Double = 2.0
+
+    /// An IPv4 or IPv6 literal (without brackets) or a host name.
+    public var host: String
+    public var port: Int
+    /// Seconds for the complete cycle (`1` then `0`).
+    public var timeout: Double
+
+    public init(host: String, port: Int = UDPConfig.defaultPort, timeout: Double = UDPConfig.defaultTimeout) {
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+    }
+}
+
+/// The MQTT broker used as the fallback.
+public struct MQTTConfig: Sendable, Equatable {
+    public static let defaultPlainPort = 1883
+    public static let defaultTLSPort = 8883
+    public static let defaultTimeout: Double = 5.0
+    public static let defaultClientIDPrefix = "gate-"
+    public static let defaultTriggerTopic = "iot/house/gate/esp32/trigger"
+    public static let defaultStatusTopic = "iot/house/gate/esp32/status"
+
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+    /// A PEM bundle of trusted CAs; `nil` means the system store.
+    public var caFile: String?
+    public var username: String?
+    public var clientIDPrefix: String
+    public var triggerTopic: String
+    public var statusTopic: String
+    /// Seconds for the complete cycle, connecting included.
+    public var timeout: Double
+
+    public init(
+        host: String,
+        port: Int? = nil,
+        tls: Bool = false,
+        caFile: String? = nil,
+        username: String? = nil,
+        clientIDPrefix: String = MQTTConfig.defaultClientIDPrefix,
+        triggerTopic: String = MQTTConfig.defaultTriggerTopic,
+        statusTopic: String = MQTTConfig.defaultStatusTopic,
+        timeout: Double = MQTTConfig.defaultTimeout
+    ) {
+        self.host = host
+        self.port = port ?? (tls ? MQTTConfig.defaultTLSPort : MQTTConfig.defaultPlainPort)
+        self.tls = tls
+        self.caFile = caFile
+        self.username = username
+        self.clientIDPrefix = clientIDPrefix
+        self.triggerTopic = triggerTopic
+        self.statusTopic = statusTopic
+        self.timeout = timeout
+    }
+}
+
+/// The push button read by `gate daemon`.
+public struct ButtonConfig: Sendable, Equatable {
+    public static let defaultChip = "gpiochip0"
+    public static let defaultDebounceMilliseconds = 50
+
+    /// A chip name, number, path or label, as `gpiod_chip_open_lookup` takes it.
+    public var chip: String
+    public var line: Int
+    public var activeLow: Bool
+    public var debounceMilliseconds: Int
+
+    public init(chip: String = ButtonConfig.defaultChip, line: Int, activeLow: Bool = true, debounceMilliseconds: Int = ButtonConfig.defaultDebounceMilliseconds) {
+        self.chip = chip
+        self.line = line
+        self.activeLow = activeLow
+        self.debounceMilliseconds = debounceMilliseconds
+    }
+}
+
+/// Timing rules that apply whatever the adapter.
+public struct RuntimeConfig: Sendable, Equatable {
+    public static let defaultResetDelay: Double = 3.0
+    public static let defaultCooldown: Double = 2.0
+
+    /// Seconds spent in `timeout` or `error` before `ready` again.
+    public var resetDelay: Double
+    /// Seconds after a cycle during which a new opening is refused.
+    public var cooldown: Double
+
+    public init(resetDelay: Double = RuntimeConfig.defaultResetDelay, cooldown: Double = RuntimeConfig.defaultCooldown) {
+        self.resetDelay = resetDelay
+        self.cooldown = cooldown
+    }
+}

@@ -1,0 +1,30 @@
+/// Turns datagrams from the ESP32 into protocol events (SPEC §1).
+///
+/// Bytes are read in order, whether `0x01 0x00` arrive as one datagram or two.
+/// Everything is reported, including bytes after a release: it is the state
+/// machine that knows they come after the decision and ignores them.
+public enum UDPReplyDecoder {
+    public static func events(for datagram: some Collection<UInt8>) -> [AdapterEvent] {
+        if datagram.isEmpty {
+            return [.invalid("the ESP32 sent an empty datagram")]
+        }
+        var events: [AdapterEvent] = []
+        events.reserveCapacity(datagram.count)
+        for byte in datagram {
+            switch byte {
+            case 0x01: events.append(.relay(.activated))
+            case 0x00: events.append(.relay(.released))
+            default:
+                // Past the first unknown byte the rest cannot be trusted either.
+                events.append(.invalid("the ESP32 answered byte \(hex(byte)), expected 0x01 or 0x00"))
+                return events
+            }
+        }
+        return events
+    }
+
+    static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xf)])
+    }
+}

@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import GateCore
+
+/// Finds the configuration file in the order of SPEC §4 and loads it.
+public struct ConfigLocator: Sendable {
+    /// Where the file came from, for messages.
+    public enum Origin: String, Sendable {
+        case option = "--config"
+        case environment = "$GATE_CONFIG"
+        case user = "user configuration"
+        case system = "system configuration"
+    }
+
+    public struct Candidate: Sendable, Hashable {
+        public var path: String
+        public var origin: Origin
+    }
+
+    public var explicitPath: String?
+    public var environment: [String: String]
+
+    public init(explicitPath: String?, environment: [String: String] = ProcessEnvironment.current()) {
+        self.explicitPath = explicitPath
+        self.environment = environment
+    }
+
+    /// Every place looked at, first found wins.
+    public var candidates: [Candidate] {
+        var list: [Candidate] = []
+        if let explicitPath { list.append(Candidate(path: explicitPath, origin: .option)) }
+        if let path = environment["GATE_CONFIG"], !path.isEmpty { list.append(Candidate(path: path, origin: .environment)) }
+        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
+            list.append(Candidate(path: xdg + "/gate/gate.toml", origin: .user))
+        } else if let home = environment["HOME"], !home.isEmpty {
+            list.append(Candidate(path: home + "/.config/gate/gate.toml", origin: .user))
+        }
+        list.append(Candidate(path: "/etc/gate/gate.toml", origin: .system))
+        return list
+    }
+
+    /// The file that would be used. A path given with `--config` or `$GATE_CONFIG` is
+    /// used as it is, even when missing (that is an error, not a reason to look elsewhere).
+    public func locate() -> Result<Candidate, ConfigError> {
+        for candidate in candidates {
+            switch candidate.origin {
+            case .option, .environment:
+                return .success(candidate)
+            case .user, .system:
+                if access(candidate.path, F_OK) == 0 { return .success(candidate) }
+            }
+        }
+        let searched = candidates.map(\.path).joined(separator: ", ")
+        return .failure(ConfigError(problems: [ConfigProblem(
+            file: "gate", message: "no configuration file found (looked in \(searched)); create one, see `gate config --help` and the README"
+        )]))
+    }
+
+    /// Locates, reads, parses and validates the configuration.
+    public func load() -> Result<(GateConfig, Candidate), ConfigError> {
+        let candidate: Candidate
+        switch locate() {
+        case .success(let found): candidate = found
+        case .failure(let error): return .failure(error)
+        }
+        let text: String
+        switch FileText.read(candidate.path, limit: 1 << 20) {
+        case .success(let read): text = read
+        case .failure(let problem):
+            let words = problem.code == EILSEQ ? "the file is not UTF-8 text" : "cannot read the configuration: \(problem)"
+            return .failure(ConfigError(problems: [ConfigProblem(file: candidate.path, message: words)]))
+        }
+        let config: GateConfig
+        do {
+            config = try GateConfig.parse(toml: text, file: candidate.path)
+        } catch {
+            return .failure(error)
+        }
+        // The one check that needs the file system: a CA bundle that cannot be read
+        // would only fail later, inside the TLS handshake, with worse words.
+        if let mqtt = config.mqtt, let caFile = mqtt.caFile {
+            let path = caFile.hasPrefix("/") ? caFile : Self.directory(of: candidate.path) + "/" + caFile
+            if access(path, R_OK) != 0 {
+                return .failure(ConfigError(problems: [ConfigProblem(
+                    file: candidate.path, key: "mqtt.ca_file", message: "cannot read \(path): \(SystemError.text(for: errno))"
+                )]))
+            }
+        }
+        return .success((config, candidate))
+    }
+
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}
+
+/// The process environment as a dictionary, without Foundation.
+public enum ProcessEnvironment {
+    public static func current() -> [String: String] {
+        var result: [String: String] = [:]
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let pair = String(cString: entry)
+            if let equals = pair.firstIndex(of: "=") {
+                result[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            }
+            cursor += 1
+        }
+        return result
+    }
+}
+
+/// Small whole-file reads, bounded so that a wrong path (a device, a huge log)
+/// cannot make `gate` read forever.
+public enum FileText {
+    public static func read(_ path: String, limit: Int) -> Result<String, SystemError> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(SystemError("open")) }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            return .failure(SystemError("read", code: EISDIR))
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = Glibc.read(fd, &chunk, chunk.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(SystemError("read"))
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > limit { return .failure(SystemError("read", code: EFBIG)) }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            return .failure(SystemError("read", code: EILSEQ))
+        }
+        return .success(text)
+    }
+}

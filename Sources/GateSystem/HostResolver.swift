@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import GateCore
+
+/// Turns the configured host into an address to send to.
+public enum HostResolver {
+    /// An IP literal is used as it is; a name goes through `getaddrinfo` (which reads
+    /// /etc/hosts and DNS) and the first address returned is used.
+    public static func resolve(host: String, port: Int) -> Result<SocketAddress, ResolutionFailure> {
+        guard let port16 = UInt16(exactly: port) else {
+            return .failure(ResolutionFailure(message: "port \(port) is out of range"))
+        }
+        if let literal = IPAddress(literal: host) {
+            return .success(SocketAddress(ip: literal, port: port16))
+        }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_flags = AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        defer { if let list { freeaddrinfo(list) } }
+        guard status == 0 else {
+            let words = gai_strerror(status).map { String(cString: $0) } ?? "error \(status)"
+            return .failure(ResolutionFailure(message: "cannot resolve \(host): getaddrinfo: \(words)"))
+        }
+        var cursor = list
+        while let entry = cursor {
+            if let sockaddr = entry.pointee.ai_addr {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { target in
+                    target.copyMemory(from: UnsafeRawBufferPointer(start: sockaddr, count: Int(entry.pointee.ai_addrlen)))
+                }
+                if let address = SocketAddress(storage: storage) {
+                    return .success(SocketAddress(ip: address.ip, port: port16))
+                }
+            }
+            cursor = entry.pointee.ai_next
+        }
+        return .failure(ResolutionFailure(message: "cannot resolve \(host): getaddrinfo returned no IPv4 or IPv6 address"))
+    }
+}

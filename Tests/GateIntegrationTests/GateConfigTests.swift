@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+
+/// Configuration errors stop everything before a trigger is sent.
+@Suite("Configuration from the command line", .serialized)
+struct GateConfigTests {
+    @Test("Invalid configurations exit 78, name the key, and send nothing", arguments: [
+        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\ntimeuot = 2.0\n", "udp.timeuot"),
+        ("[udp]\nhost = \"127.0.0.1\"\nport = 70000\n", "udp.port"),
+        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\ntimeout = 0\n", "udp.timeout"),
+        ("[udp]\nhost = \"not a host\"\nport = PORT\n", "udp.host"),
+        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\n[mqtt]\nhost = \"localhost\"\npassword = \"hunter2\"\n", "mqtt.password"),
+        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\n[runtime]\ncooldown = -1\n", "runtime.cooldown"),
+        ("[udp]\nhost = \"127.0.0.1\"\nport = \"PORT\"\n", "udp.port"),
+    ])
+    func invalid(text: String, key: String) throws {
+        let sim = try Simulator()
+        let config = try TestConfig(text.replacingOccurrences(of: "PORT", with: String(sim.udpPort)))
+        let run = try GateRunner.run(["open", "--config", config.path])
+        #expect(run.status == 78, "\(run.summary)")
+        #expect(run.stderr.contains(key), "the key \(key) must be named: \(run.stderr)")
+        #expect(run.stderr.contains(config.path), "the file must be named")
+        #expect(!run.stderr.contains("hunter2"), "a password value is never echoed")
+        #expect(try sim.activations().isEmpty, "nothing may be sent with an invalid configuration")
+
+        let check = try GateRunner.run(["config", "check", "--config", config.path])
+        #expect(check.status == 78)
+        #expect(check.stderr.contains(key))
+    }
+
+    @Test("A syntax error names the line")
+    func syntaxLine() throws {
+        let config = try TestConfig("[udp]\nhost = \"127.0.0.1\"\nport = = 5\n")
+        let run = try GateRunner.run(["config", "check", "--config", config.path])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains("\(config.path):3"), "\(run.stderr)")
+    }
+
+    @Test("--json with an invalid configuration still prints one JSON object")
+    func jsonOnConfigError() throws {
+        let config = try TestConfig("[udp]\nport = 8080\n")
+        let run = try GateRunner.run(["open", "--json", "--config", config.path])
+        #expect(run.status == 78)
+        let json = try run.json()
+        #expect(json["outcome"] as? String == "error")
+        #expect(json["error"] as? String == "configurationMissing")
+        #expect((json["message"] as? String)?.contains("udp.host") == true)
+    }
+
+    @Test("No configuration anywhere: 78 and the places searched")
+    func noConfiguration() throws {
+        let run = try GateRunner.run(["open"])
+        #expect(run.status == 78, "\(run.summary)")
+        #expect(run.stderr.contains("/etc/gate/gate.toml") || !FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"))
+        #expect(run.stderr.contains("no configuration file found") || FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"))
+    }
+
+    @Test("--config naming a missing file is an error, not a reason to look elsewhere")
+    func missingExplicitFile() throws {
+        let run = try GateRunner.run(["open", "--config", "/nonexistent/gate.toml"])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains("/nonexistent/gate.toml"))
+        #expect(run.stderr.contains("No such file"))
+    }
+
+    @Test("Discovery order: --config, then $GATE_CONFIG, then $XDG_CONFIG_HOME/gate/gate.toml")
+    func discoveryOrder() throws {
+        let option = try TestConfig("[udp]\nhost = \"127.0.0.1\"\n")
+        let environment = try TestConfig("[udp]\nhost = \"127.0.0.2\"\n")
+        let xdg = try TestConfig("[udp]\nhost = \"127.0.0.3\"\n")
+        let xdgHome = xdg.directory.appendingPathComponent("xdg")
+        try FileManager.default.createDirectory(at: xdgHome.appendingPathComponent("gate"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: xdg.path, toPath: xdgHome.appendingPathComponent("gate/gate.toml").path)
+
+        let all = GateRunner.isolatedEnvironment(["GATE_CONFIG": environment.path, "XDG_CONFIG_HOME": xdgHome.path])
+        #expect(try GateRunner.run(["config", "path", "--config", option.path], environment: all).stdout == option.path + "\n")
+        #expect(try GateRunner.run(["config", "path"], environment: all).stdout == environment.path + "\n")
+        let xdgOnly = GateRunner.isolatedEnvironment(["XDG_CONFIG_HOME": xdgHome.path])
+        #expect(try GateRunner.run(["config", "path"], environment: xdgOnly).stdout == xdgHome.path + "/gate/gate.toml\n")
+        let shown = try GateRunner.run(["config", "show"], environment: xdgOnly)
+        #expect(shown.stdout.contains("127.0.0.3"))
+    }
+
+    @Test("config show prints every default and re-parses; config check explains")
+    func showAndCheck() throws {
+        let config = try TestConfig("[udp]\nhost = \"192.168.1.50\"\n[mqtt]\nhost = \"broker.example.de\"\ntls = true\nusername = \"gate\"\n")
+        let shown = try GateRunner.run(["config", "show", "--config", config.path])
+        #expect(shown.status == 0, "\(shown.summary)")
+        #expect(shown.stdout.contains("port = 8080"))
+        #expect(shown.stdout.contains("port = 8883"))
+        #expect(shown.stdout.contains("reset_delay = 3.0"))
+        let again = try TestConfig(shown.stdout)
+        let recheck = try GateRunner.run(["config", "check", "--config", again.path])
+        #expect(recheck.status == 0, "show's output must be a valid configuration: \(recheck.summary)")
+        #expect(recheck.stdout.contains("192.168.1.50"))
+        #expect(recheck.stdout.contains("broker.example.de"))
+    }
+
+    @Test("A bad command line is a usage error (64)", arguments: [
+        ["open", "--via", "carrier-pigeon"], ["open", "--source", "has space"], ["open", "--bogus"],
+    ])
+    func usage(arguments: [String]) throws {
+        let run = try GateRunner.run(arguments)
+        #expect(run.status == 64, "\(run.summary)")
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running `esp32-sim`, launched from the build folder for one test.
+///
+///     let sim = try Simulator(["--hold-ms", "200"])            // 127.0.0.1, free port
+///     let probe = try UDPProbe(host: sim.udpHost, port: sim.udpPort)
+///     ...
+///     #expect(try sim.activations().count == 1)
+///     #expect(try sim.stop() == .exited(0))
+///
+/// The simulator binds port 0 and the helper reads the port it got from the
+/// "listening on udp HOST:PORT" log line: no window in which another process could take a
+/// port chosen in advance. Its stderr goes to a file (never a pipe that could fill up and
+/// stall it); its trigger log is a fresh file in a per-simulator temporary folder, removed
+/// together with the process in `deinit`.
+final class Simulator {
+    enum Termination: Equatable, CustomStringConvertible {
+        case exited(Int32)
+        case signalled(Int32)
+
+        var description: String {
+            switch self {
+            case .exited(let code): "exit \(code)"
+            case .signalled(let signal): "signal \(signal)"
+            }
+        }
+    }
+
+    /// One line of the trigger log.
+    struct Activation: Decodable, Equatable {
+        let via: String
+        let at: String
+        let from: String?
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let arguments: [String]
+    /// The address to send triggers to, without brackets (`127.0.0.1`, `::1`).
+    let udpHost: String
+    let udpPort: UInt16
+    /// `HOST:PORT` / `[HOST]:PORT`, as in the gate's configuration and the sim's log.
+    var udpEndpoint: String { udpHost.contains(":") ? "[\(udpHost)]:\(udpPort)" : "\(udpHost):\(udpPort)" }
+    let triggerLogPath: String
+    let directory: URL
+    let stderrPath: String
+    /// Everything the simulator printed on stdout up to and including `ready`.
+    let stdoutBeforeReady: String
+
+    private let process: Process
+    private let exited = DispatchSemaphore(value: 0)
+    private var termination: Termination?
+
+    /// Starts `esp32-sim` with `--udp` (port 0 unless given), `--trigger-log` (a temp file)
+    /// and `extraArguments`, and returns once it printed `ready`.
+    init(_ extraArguments: [String] = [], udp: String = "127.0.0.1:0", readyTimeout: Duration = .seconds(10)) throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("esp32-sim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        triggerLogPath = directory.appendingPathComponent("triggers.jsonl").path
+        stderrPath = directory.appendingPathComponent("stderr.log").path
+        arguments = ["--udp", udp, "--trigger-log", triggerLogPath] + extraArguments
+
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let stdout = Pipe()
+        process = Process()
+        process.executableURL = try Self.binary()
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+
+        let (text, sawReady) = Self.readUntilReady(stdout.fileHandleForReading.fileDescriptor, timeout: readyTimeout)
+        stdoutBeforeReady = text
+        guard sawReady else {
+            let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+            Self.kill(process, exited: exited)
+            try? FileManager.default.removeItem(at: directory)
+            throw Failure(description: "esp32-sim \(arguments) did not print ready within \(readyTimeout); "
+                + "stdout: \(text.debugDescription), stderr:\n\(log)")
+        }
+        // The "listening on" line is written before "ready", so it is in the file by now.
+        let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        guard let line = log.split(separator: "\n").first(where: { $0.contains("listening on udp ") }),
+              let colon = line.lastIndex(of: ":"),
+              let port = UInt16(line[line.index(after: colon)...])
+        else {
+            Self.kill(process, exited: exited)
+            throw Failure(description: "no \"listening on udp\" line in esp32-sim's stderr:\n\(log)")
+        }
+        var host = String(line[line.range(of: "listening on udp ")!.upperBound..<colon])
+        if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+        // A wildcard bind is reached through loopback.
+        udpHost = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
+        udpPort = port
+    }
+
+    deinit {
+        if termination == nil && process.isRunning {
+            Self.kill(process, exited: exited)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The simulator's stderr so far.
+    var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// The raw lines of the trigger log (empty when the file does not exist yet).
+    func triggerLogLines() throws -> [String] {
+        guard FileManager.default.fileExists(atPath: triggerLogPath) else { return [] }
+        return try String(contentsOfFile: triggerLogPath, encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast()  // the text after the final newline; a half line would show up here
+            .map(String.init)
+    }
+
+    /// The trigger log, one entry per relay activation; throws if a line is not valid JSON.
+    func activations() throws -> [Activation] {
+        let text = FileManager.default.fileExists(atPath: triggerLogPath)
+            ? try String(contentsOfFile: triggerLogPath, encoding: .utf8) : ""
+        guard text.isEmpty || text.hasSuffix("\n") else {
+            throw Failure(description: "trigger log ends in a partial line: \(text.debugDescription)")
+        }
+        return try text.split(separator: "\n").map {
+            try JSONDecoder().decode(Activation.self, from: Data($0.utf8))
+        }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    func send(signal: Int32) {
+        Glibc.kill(process.processIdentifier, signal)
+    }
+
+    /// Waits (bounded) for the process to end by itself.
+    func waitForExit(timeout: Duration = .seconds(10)) -> Termination? {
+        if let termination { return termination }
+        guard exited.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success
+        else { return nil }
+        let result: Termination = process.terminationReason == .exit
+            ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
+        termination = result
+        return result
+    }
+
+    /// SIGTERM (or `signal`), then waits up to `timeout`; SIGKILL and a thrown error if the
+    /// simulator does not stop in time.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(10)) throws -> Termination {
+        if let termination { return termination }
+        send(signal: signal)
+        guard let result = waitForExit(timeout: timeout) else {
+            Self.kill(process, exited: exited)
+            throw Failure(description: "esp32-sim did not exit within \(timeout) of signal \(signal)")
+        }
+        return result
+    }
+
+    /// Runs `esp32-sim` with exactly `arguments` to completion (usage errors, `--help`).
+    static func run(_ arguments: [String], timeout: Duration = .seconds(10)) throws
+        -> (termination: Termination, stdout: String, stderr: String)
+    {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("esp32-sim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+        guard exited.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success else {
+            kill(process, exited: exited)
+            throw Failure(description: "esp32-sim \(arguments) did not exit within \(timeout)")
+        }
+        let termination: Termination = process.terminationReason == .exit
+            ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
+        return (termination, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+    }
+
+    /// The built `esp32-sim`: `$ESP32_SIM_BINARY`, else next to the test executable
+    /// (SwiftPM puts all products of a build in one folder, e.g. `.build/debug`).
+    static func binary() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["ESP32_SIM_BINARY"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
+        let testExecutable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let candidate = URL(fileURLWithPath: testExecutable).deletingLastPathComponent()
+            .appendingPathComponent("esp32-sim")
+        guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
+            throw Failure(description: "no esp32-sim at \(candidate.path); build it first "
+                + "(swift build --product esp32-sim) or set ESP32_SIM_BINARY")
+        }
+        return candidate
+    }
+
+    /// Reads stdout until the line `ready`, EOF or the deadline, waiting in poll(2) only.
+    private static func readUntilReady(_ fd: Int32, timeout: Duration) -> (String, Bool) {
+        let deadline = ContinuousClock.now + timeout
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 256)
+        while true {
+            let text = String(decoding: bytes, as: UTF8.self)
+            if text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains("ready") {
+                return (text, true)
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return (text, false) }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return (text, false) }
+            let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return (text, false) }  // EOF: the process is gone
+            bytes += chunk[..<count]
+        }
+    }
+
+    private static func kill(_ process: Process, exited: DispatchSemaphore) {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        _ = exited.wait(timeout: .now() + .seconds(5))
+    }
+}
+
+/// A UDP port that was free a moment ago. Racy by nature (someone else may take it before
+/// it is used); prefer port 0 and `Simulator.udpPort`. Useful for "nobody listens here".
+func freeUDPPort(host: String = "127.0.0.1") throws -> UInt16 {
+    let probe = try UDPProbe(host: host, port: 9)
+    return try probe.localPort()
+}

@@ -1,0 +1,95 @@
+import Glibc
+
+/// The way a trigger reached the relay. MQTT joins next to UDP later.
+enum Transport: String, Sendable {
+    case udp
+}
+
+/// The `--trigger-log` file: one JSON line per relay activation, so that tests (and users
+/// chasing "did the device really switch?") can count activations independently of what
+/// the device reported.
+///
+/// Each line goes out in a single write(2) on an O_APPEND descriptor: the kernel then
+/// places it whole at the end of the file, and a reader tailing the file never sees half
+/// a line, even with several simulators appending to the same file.
+final class TriggerLog: Sendable {
+    let path: String
+    private let fd: Int32
+
+    init(path: String) throws(SystemError) {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode_t(0o644))
+        guard fd >= 0 else { throw SystemError("open \(path)") }
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// Appends `{"via":…,"at":…,"from":…}`; `from` is left out when the transport has no
+    /// sender address to give.
+    func record(via transport: Transport, from sender: String?, at time: timespec = .now) throws(SystemError) {
+        var line = #"{"via":"# + jsonString(transport.rawValue)
+        line += #","at":"# + jsonString(iso8601UTC(time))
+        if let sender {
+            line += #","from":"# + jsonString(sender)
+        }
+        line += "}\n"
+        var bytes = Array(line.utf8)
+        let count = bytes.count
+        var written: Int
+        repeat {
+            written = write(fd, &bytes, count)
+        } while written < 0 && errno == EINTR
+        // A short write cannot be completed without breaking the one-write-per-line promise,
+        // so it is reported instead (it means a full disk, not something to retry).
+        guard written == count else {
+            throw SystemError("write \(path)", code: written < 0 ? errno : EIO)
+        }
+    }
+}
+
+extension timespec {
+    static var now: timespec {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return time
+    }
+}
+
+/// `2026-11-21T10:00:00.123Z`: UTC with milliseconds, the format the rest of the gate
+/// project uses for timestamps in its files.
+func iso8601UTC(_ time: timespec) -> String {
+    var seconds = time.tv_sec
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func padded(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+    let date = "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
+    let clock = "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
+    return "\(date)T\(clock).\(padded(Int(time.tv_nsec) / 1_000_000, 3))Z"
+}
+
+/// A JSON string literal. Only addresses and names go through here today, but MQTT client
+/// ids will too, and a quote in one must not corrupt the log.
+func jsonString(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default:
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
+}
