@@ -37,9 +37,6 @@ final class Relay: Sendable {
         self.logger = logger
     }
 
-    /// Activations so far (ignored triggers do not count).
-    var activationCount: Int { state.withLock { $0.activations } }
-
     var isHeld: Bool { state.withLock { $0.held } }
 
     /// Closes the relay unless it is already closed. `reply` is called with each report:
@@ -76,7 +73,8 @@ final class Relay: Sendable {
         send(fault.reports(at: .closed), edge: .closed, reply: reply)
 
         Task { [self] in
-            // Never cancelled: even at shutdown a release must not be reported early.
+            // Unstructured and never cancelled: the hold runs its course whatever happens to
+            // the transport that triggered it, like the physical relay.
             try? await Task.sleep(for: holdTime)
             // Reported and freed under the lock: a trigger racing the 0x00 waits until it is
             // out and then finds the relay ready, so whoever has seen 0x00 can trigger again

@@ -78,16 +78,22 @@ final class UDPTransport: Sendable {
             let ready = poll(&fds, nfds_t(fds.count), -1)
             if ready < 0 {
                 if errno == EINTR { continue }
-                logger.critical("\(SystemError("poll"))")
-                return
+                logger.critical("\(SystemError("poll")); exiting")
+                exit(1)
             }
             if fds[1].revents != 0 { return }
-            if fds[0].revents != 0 { drainSocket() }
+            if fds[0].revents != 0 && !drainSocket() {
+                // A device that silently stops listening would make every later test time
+                // out with no clue; dying loudly points at the cause.
+                logger.critical("udp receive failed; exiting")
+                exit(1)
+            }
         }
     }
 
     /// Reads every datagram queued now, so one wake-up of poll(2) serves a burst.
-    private func drainSocket() {
+    /// Returns false when the socket is unusable (poll would report it again at once).
+    private func drainSocket() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 2048)
         while true {
             var storage = sockaddr_storage()
@@ -99,19 +105,21 @@ final class UDPTransport: Sendable {
                 }
             }
             if count < 0 {
-                switch errno {
+                let code = errno
+                switch code {
                 case EAGAIN, EWOULDBLOCK:
-                    return
+                    return true
                 case EINTR:
                     continue
                 case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
-                    // Linux hands ICMP errors for earlier replies to the next recvfrom of an
-                    // unconnected socket: a client went away before its 0x00. Not our fault.
-                    logger.debug("earlier reply not delivered: \(String(cString: strerror(errno)))")
+                    // An ICMP error for an earlier reply (a client gone before its 0x00). Linux
+                    // drops these for unconnected sockets without IP_RECVERR, other systems
+                    // may not; either way it must not stop the device from listening.
+                    logger.debug("earlier reply not delivered: \(String(cString: strerror(code)))")
                     continue
                 default:
-                    logger.error("\(SystemError("recvfrom"))")
-                    return
+                    logger.critical("\(SystemError("recvfrom", code: code))")
+                    return false
                 }
             }
             handle(buffer[..<count], from: SocketAddress(storage: storage, length: length))
@@ -142,7 +150,8 @@ final class UDPTransport: Sendable {
         if sent == 1 {
             logger.info("sent \(hex([byte])) (\(report)) to \(peer)")
         } else {
-            logger.warning("sending \(hex([byte])) (\(report)) to \(peer) failed: \(String(cString: strerror(errno)))")
+            let failure = SystemError("sendto", code: errno)
+            logger.warning("sending \(hex([byte])) (\(report)) to \(peer) failed: \(failure)")
         }
     }
 }

@@ -7,7 +7,7 @@ public enum HostName {
         if text.hasPrefix("[") || text.contains(":") {
             return "\"\(text)\" is not a valid IPv6 address"
         }
-        if text.allSatisfy({ $0.isNumber || $0 == "." }) {
+        if text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e }) {
             return "\"\(text)\" is not a valid IPv4 address"
         }
         var name = Substring(text)

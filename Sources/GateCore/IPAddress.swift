@@ -23,16 +23,22 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         self.bytes = bytes
     }
 
-    /// Parses `192.168.1.50`, `::1`, `fe80::1` or `[::1]`. Zone suffixes
+    /// Parses `192.168.1.50`, `::1`, `fe80::1` or `[::1]` (not `[192.168.1.50]`). Zone suffixes
     /// (`%eth0`) are not accepted: the socket layer cannot carry them here.
     public init?(literal: String) {
+        // inet_pton stops at a NUL: without this check "127.0.0.1\0junk" would pass.
+        guard !literal.utf8.contains(0) else { return nil }
         var text = Substring(literal)
+        var bracketed = false
         if text.hasPrefix("["), text.hasSuffix("]") {
             text = text.dropFirst().dropLast()
+            bracketed = true
         }
         guard !text.isEmpty, text.utf8.count <= 45 else { return nil }
         let string = String(text)
         if !string.contains(":") {
+            // Brackets are IPv6 notation only.
+            guard !bracketed else { return nil }
             var raw = in_addr()
             guard inet_pton(AF_INET, string, &raw) == 1 else { return nil }
             self.bytes = withUnsafeBytes(of: &raw) { Array($0) }

@@ -1,43 +1,79 @@
 import GateCore
 import GateSystem
+import Synchronization
 
 /// Shows an opening's states: live on one line for a person at a terminal,
 /// one line per change for logs and pipes, nothing when JSON is asked for.
-final class StateDisplay {
+///
+/// The live line is redrawn by a ticker as well as on each change, so the
+/// elapsed time keeps moving while `gate` waits for the relay.
+final class StateDisplay: Sendable {
     enum Mode {
         case live
         case lines
         case quiet
     }
 
+    private struct Line {
+        var text: String?
+        var open = false
+        var finished = false
+    }
+
     let mode: Mode
     private let start = MonotonicClock.now()
-    private var lineOpen = false
+    private let line = Mutex(Line())
+    private let ticker = Mutex<Task<Void, Never>?>(nil)
 
     init(mode: Mode) {
         self.mode = mode
+        if mode == .live {
+            let task = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    self?.redraw()
+                }
+            }
+            ticker.withLock { $0 = task }
+        }
+    }
+
+    deinit {
+        ticker.withLock { $0?.cancel() }
     }
 
     func show(_ state: GateState, adapter: AdapterKind?) {
-        let elapsed = MonotonicClock.now().duration(since: start).milliseconds
-        let text = Self.words(for: state, adapter: adapter)
         switch mode {
         case .quiet:
             return
         case .lines:
+            let elapsed = MonotonicClock.now().duration(since: start).milliseconds
             Terminal.printLine("\(state.rawValue)\(adapter.map { " via \($0)" } ?? "") (+\(elapsed) ms)")
         case .live:
-            // Carriage return and erase-line: the same line is rewritten in place.
-            Terminal.write("\r\u{1B}[2K\(text) (\(elapsed) ms)")
-            lineOpen = true
+            line.withLock { $0.text = Self.words(for: state, adapter: adapter) }
+            redraw()
         }
     }
 
-    /// Ends the live line so that the result starts on a fresh one.
+    /// Rewrites the live line in place: carriage return, erase line, text.
+    private func redraw() {
+        let elapsed = MonotonicClock.now().duration(since: start).milliseconds
+        line.withLock { line in
+            guard !line.finished, let text = line.text else { return }
+            Terminal.write("\r\u{1B}[2K\(text) (\(elapsed) ms)")
+            line.open = true
+        }
+    }
+
+    /// Stops the live line so that the result starts on a fresh one.
     func finish() {
-        if lineOpen {
-            Terminal.write("\r\u{1B}[2K")
-            lineOpen = false
+        ticker.withLock { $0?.cancel() }
+        line.withLock { line in
+            if line.open {
+                Terminal.write("\r\u{1B}[2K")
+            }
+            line.open = false
+            line.finished = true
         }
     }
 

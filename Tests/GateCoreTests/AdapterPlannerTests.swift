@@ -174,3 +174,29 @@ struct OpeningResultJSONTests {
         #expect(JSONValue.string("a\u{1}b\nc").serialized() == "\"a\\u0001b\\nc\"")
     }
 }
+
+@Suite("IP literals")
+struct IPAddressTests {
+    @Test("Accepted literals", arguments: ["192.168.1.50", "::1", "[::1]", "fe80::1", "::ffff:10.0.0.1", "0.0.0.0"])
+    func accepted(text: String) {
+        #expect(IPAddress(literal: text) != nil)
+    }
+
+    @Test("Refused literals", arguments: ["127.0.0.1\u{0}junk", "[1.2.3.4]", "256.1.1.1", "1.2.3", "::1%eth0", "[::1", "", "[]", "1.2.3.4 "])
+    func refused(text: String) {
+        #expect(IPAddress(literal: text) == nil)
+    }
+
+    @Test("Host names with a NUL or a bracketed IPv4 address are refused")
+    func hostNames() {
+        #expect(HostName.problem(with: "127.0.0.1\u{0}evil") != nil)
+        #expect(HostName.problem(with: "[1.2.3.4]") != nil)
+        #expect(HostName.problem(with: "esp32.local") == nil)
+    }
+
+    @Test("Round trip through the textual form")
+    func description() {
+        #expect(IPAddress(literal: "[fd00:0:0::1]")?.description == "fd00::1")
+        #expect(IPAddress(literal: "10.0.0.7")?.description == "10.0.0.7")
+    }
+}

@@ -119,6 +119,21 @@ struct SimulatorTests {
         #expect(sim.stderrText.contains("ignored: relay held"))
     }
 
+    @Test func clientGoneBeforeReleaseDoesNotDisturbTheNext() throws {
+        let sim = try Simulator(["--hold-ms", "200"])
+        do {
+            let leaving = try UDPProbe(host: sim.udpHost, port: sim.udpPort)
+            try leaving.send([0x01])
+            try #require(bytes(try leaving.receive(count: 1, within: .seconds(5))) == [[0x01]])
+        }  // closed before its 0x00, which then draws an ICMP "port unreachable"
+        let next = try UDPProbe(host: sim.udpHost, port: sim.udpPort)
+        #expect(try next.receiveAll(within: .milliseconds(600)).isEmpty)
+        try next.send([0x01])
+        #expect(bytes(try next.receive(count: 2, within: .seconds(5))) == [[0x01], [0x00]])
+        #expect(try sim.activations().count == 2)
+        #expect(try sim.stop() == .exited(0))
+    }
+
     @Test func otherDatagramsAreIgnored() throws {
         let sim = try Simulator(["--hold-ms", "100"])
         let probe = try UDPProbe(host: sim.udpHost, port: sim.udpPort)

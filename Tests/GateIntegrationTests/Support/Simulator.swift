@@ -66,7 +66,7 @@ final class Simulator {
         stderrPath = directory.appendingPathComponent("stderr.log").path
         arguments = ["--udp", udp, "--trigger-log", triggerLogPath] + extraArguments
 
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let stdout = Pipe()
         process = Process()
         process.executableURL = try Self.binary()
@@ -143,7 +143,7 @@ final class Simulator {
     /// Waits (bounded) for the process to end by itself.
     func waitForExit(timeout: Duration = .seconds(10)) -> Termination? {
         if let termination { return termination }
-        guard exited.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success
+        guard exited.wait(timeout: dispatchDeadline(after: timeout)) == .success
         else { return nil }
         let result: Termination = process.terminationReason == .exit
             ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
@@ -172,8 +172,8 @@ final class Simulator {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
         process.executableURL = try binary()
         process.arguments = arguments
@@ -183,7 +183,7 @@ final class Simulator {
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        guard exited.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success else {
+        guard exited.wait(timeout: dispatchDeadline(after: timeout)) == .success else {
             kill(process, exited: exited)
             throw Failure(description: "esp32-sim \(arguments) did not exit within \(timeout)")
         }
@@ -236,6 +236,11 @@ final class Simulator {
         Glibc.kill(process.processIdentifier, SIGKILL)
         _ = exited.wait(timeout: .now() + .seconds(5))
     }
+}
+
+private func dispatchDeadline(after timeout: Duration) -> DispatchTime {
+    let (seconds, attoseconds) = timeout.components
+    return .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
 }
 
 /// A UDP port that was free a moment ago. Racy by nature (someone else may take it before

@@ -62,8 +62,12 @@ final class UDPProbe {
         target = storage
         fd = socket(family, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure("socket") }
+        #if arch(x86_64) || arch(arm64)
+        // Only where the "old" timespec is two 64-bit fields, as `timestamp` parses it;
+        // elsewhere arrival falls back to the time of reading.
         var on: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, Self.soTimestampNS, &on, socklen_t(MemoryLayout<Int32>.size))
+        #endif
         // Bound now (wildcard, port 0) so that `localPort()` is known before the first send.
         var local = sockaddr_storage()
         local.ss_family = sa_family_t(family)
@@ -198,17 +202,21 @@ final class UDPProbe {
         return nil
     }
 
+    private static func text(_ buffer: [CChar]) -> String {
+        buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
     private static func describe(_ storage: sockaddr_storage) -> String {
         withUnsafeBytes(of: storage) { raw in
             var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
             if storage.ss_family == sa_family_t(AF_INET6) {
                 var address = raw.loadUnaligned(as: sockaddr_in6.self)
                 inet_ntop(AF_INET6, &address.sin6_addr, &buffer, socklen_t(buffer.count))
-                return "[\(String(cString: buffer))]:\(UInt16(bigEndian: address.sin6_port))"
+                return "[\(text(buffer))]:\(UInt16(bigEndian: address.sin6_port))"
             }
             var address = raw.loadUnaligned(as: sockaddr_in.self)
             inet_ntop(AF_INET, &address.sin_addr, &buffer, socklen_t(buffer.count))
-            return "\(String(cString: buffer)):\(UInt16(bigEndian: address.sin_port))"
+            return "\(text(buffer)):\(UInt16(bigEndian: address.sin_port))"
         }
     }
 }
