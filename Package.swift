@@ -15,11 +15,20 @@ let package = Package(
     targets: [
         // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
         .target(name: "GateCore"),
+        // libmosquitto, the MQTT client library (Debian: libmosquitto-dev).
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
+        .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         // Sockets, files, clocks, interfaces: everything that touches the system.
         .target(
             name: "GateSystem",
             dependencies: [
                 "GateCore",
+                "Mosquitto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -35,8 +44,7 @@ let package = Package(
         .executableTarget(
             name: "esp32-sim",
             dependencies: [
-                "GateCore",
-                "GateSystem",
+                "Mosquitto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

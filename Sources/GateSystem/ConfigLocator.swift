@@ -73,16 +73,18 @@ public struct ConfigLocator: Sendable {
             let words = problem.code == EILSEQ ? "the file is not UTF-8 text" : "cannot read the configuration: \(problem)"
             return .failure(ConfigError(problems: [ConfigProblem(file: candidate.path, message: words)]))
         }
-        let config: GateConfig
+        let parsed: GateConfig
         do {
-            config = try GateConfig.parse(toml: text, file: candidate.path)
+            parsed = try GateConfig.parse(toml: text, file: candidate.path)
         } catch {
             return .failure(error)
         }
         // The one check that needs the file system: a CA bundle that cannot be read
         // would only fail later, inside the TLS handshake, with worse words.
+        var config = parsed
         if let mqtt = config.mqtt, let caFile = mqtt.caFile {
             let path = caFile.hasPrefix("/") ? caFile : Self.directory(of: candidate.path) + "/" + caFile
+            config.mqtt?.caFile = path
             if access(path, R_OK) != 0 {
                 return .failure(ConfigError(problems: [ConfigProblem(
                     file: candidate.path, key: "mqtt.ca_file", message: "cannot read \(path): \(SystemError.text(for: errno))"
@@ -118,6 +120,20 @@ public enum ProcessEnvironment {
 /// cannot make `gate` read forever.
 public enum FileText {
     public static func read(_ path: String, limit: Int) -> Result<String, SystemError> {
+        switch FileBytes.read(path, limit: limit) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let bytes):
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                return .failure(SystemError("read", code: EILSEQ))
+            }
+            return .success(text)
+        }
+    }
+}
+
+public enum FileBytes {
+    public static func read(_ path: String, limit: Int) -> Result<[UInt8], SystemError> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(SystemError("open")) }
         defer { close(fd) }
@@ -137,9 +153,6 @@ public enum FileText {
             bytes.append(contentsOf: chunk[0..<count])
             if bytes.count > limit { return .failure(SystemError("read", code: EFBIG)) }
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            return .failure(SystemError("read", code: EILSEQ))
-        }
-        return .success(text)
+        return .success(bytes)
     }
 }

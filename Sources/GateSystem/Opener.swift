@@ -131,7 +131,7 @@ public struct Opener: Sendable {
             if let adapter = makeAdapter(.mqtt, config) {
                 return adapter
             }
-            return FailedAdapter(kind: .mqtt, event: .misconfigured("this build of gate has no MQTT adapter"))
+            return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
         }
     }
 

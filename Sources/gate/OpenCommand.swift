@@ -58,7 +58,8 @@ struct OpenCommand: AsyncParsableCommand {
             throw ExitCode(result.exitCode)
         }
 
-        let opener = Opener(config: config, selection: via, logger: logger, makeAdapter: { _, _ in nil })
+        let adapters = StandardAdapters.factory(credentials: StandardAdapters.credentials(), logger: logger)
+        let opener = Opener(config: config, selection: via, logger: logger, makeAdapter: adapters)
         let outcome = await opener.open { state, adapter in
             display.show(state, adapter: adapter)
         }

@@ -1,0 +1,251 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+import Logging
+import Mosquitto
+import Synchronization
+
+/// Carries the trigger through an MQTT broker (SPEC §1): connect, subscribe to
+/// the status topic, and only after the broker's SUBACK publish the trigger, so
+/// that the ESP32's `1` cannot arrive before anyone listens for it.
+///
+/// The budget includes connecting. A connection that fails, or does not finish
+/// within the budget, is reported as `unreachable` with the broker's or the
+/// library's own words; nothing has been published then.
+public struct MQTTAdapter: GateAdapter {
+    public let kind = AdapterKind.mqtt
+    let config: MQTTConfig
+    let credentials: CredentialLookup
+    let logger: Logger
+
+    public init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger) {
+        self.config = config
+        self.credentials = credentials
+        self.logger = logger
+    }
+
+    public func attempt(deadline: MonotonicInstant) -> AdapterAttempt {
+        let (stream, continuation) = AsyncStream.makeStream(of: AdapterEvent.self, bufferingPolicy: .unbounded)
+        let wake: WakeSignal
+        do {
+            wake = try WakeSignal()
+        } catch {
+            continuation.yield(.unreachable("cannot prepare the MQTT exchange: \(error)"))
+            continuation.finish()
+            return AdapterAttempt(events: stream, cancel: {})
+        }
+        continuation.onTermination = { _ in wake.signal() }
+        let exchange = MQTTExchange(config: config, credentials: credentials, logger: logger, continuation: continuation)
+        if let failure = OSThread.detach({ exchange.run(deadline: deadline, wake: wake) }) {
+            continuation.yield(.unreachable("cannot start the MQTT exchange: \(failure)"))
+            continuation.finish()
+        }
+        return AdapterAttempt(events: stream, cancel: { wake.signal() })
+    }
+
+    /// `gate-` plus 8 random hex digits (SPEC §1).
+    static func clientID(prefix: String) -> String {
+        let value = UInt32.random(in: .min ... .max)
+        let hex = String(value, radix: 16)
+        return prefix + String(repeating: "0", count: 8 - hex.count) + hex
+    }
+}
+
+/// One trigger through the broker, from the thread that owns the client.
+final class MQTTExchange: Sendable {
+    enum Phase: Sendable {
+        case connecting
+        case subscribing(messageID: Int32)
+        case published
+        case over
+    }
+
+    let config: MQTTConfig
+    let credentials: CredentialLookup
+    let logger: Logger
+    let continuation: AsyncStream<AdapterEvent>.Continuation
+    let phase = Mutex(Phase.connecting)
+    /// The library's last error log line: TLS failures are only described there.
+    let lastError = Mutex<String?>(nil)
+    let client = Mutex<MosquittoClient?>(nil)
+
+    init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, continuation: AsyncStream<AdapterEvent>.Continuation) {
+        self.config = config
+        self.credentials = credentials
+        self.logger = logger
+        self.continuation = continuation
+    }
+
+    var broker: String { config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)" }
+
+    func run(deadline: MonotonicInstant, wake: WakeSignal) {
+        defer { continuation.finish() }
+        var password: Secret?
+        if config.username != nil {
+            switch credentials.mqttPassword() {
+            case .success(let secret): password = secret
+            case .failure(let failure):
+                continuation.yield(.misconfigured(failure.message))
+                return
+            }
+        }
+        let mosquitto: MosquittoClient
+        // The handler holds this exchange and the exchange holds the client: the
+        // cycle is cut here, always after the loop thread is stopped (below), so the
+        // client is never freed from inside one of its own callbacks.
+        defer { client.withLock { $0 = nil } }
+        do {
+            mosquitto = try MosquittoClient(clientID: MQTTAdapter.clientID(prefix: config.clientIDPrefix)) { [self] event in
+                handle(event)
+            }
+            if let username = config.username {
+                try password.map { secret in
+                    try secret.withBytes { try mosquitto.setCredentials(username: username, password: $0) }
+                } ?? mosquitto.setCredentials(username: username, password: nil)
+            }
+            password = nil
+            if config.tls {
+                try mosquitto.enableTLS(.init(caFile: config.caFile))
+            }
+            client.withLock { $0 = mosquitto }
+            logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(mosquitto.clientID)"])
+            try mosquitto.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
+            try mosquitto.startLoop()
+        } catch {
+            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(error)"))
+            return
+        }
+        waitUntil(deadline, wake: wake)
+        let reached = phase.withLock { phase -> Phase in
+            defer { phase = .over }
+            return phase
+        }
+        switch reached {
+        case .connecting:
+            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
+        case .subscribing:
+            continuation.yield(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
+        case .published:
+            continuation.yield(.deadlineReached)
+        case .over:
+            break
+        }
+        mosquitto.disconnect()
+        mosquitto.stopLoop(force: true)
+    }
+
+    /// Blocks until the deadline or until the consumer stops listening.
+    private func waitUntil(_ deadline: MonotonicInstant, wake: WakeSignal) {
+        while true {
+            let now = MonotonicClock.now()
+            guard now < deadline else { return }
+            let timeoutMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
+            var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 1, timeoutMs)
+            if ready < 0, errno == EINTR { continue }
+            if ready != 0 { return }
+        }
+    }
+
+    private var lastErrorSuffix: String {
+        lastError.withLock { $0 }.map { " (\($0))" } ?? ""
+    }
+
+    /// Runs on libmosquitto's thread.
+    private func handle(_ event: MosquittoEvent) {
+        switch event {
+        case .log(let level, let text):
+            if level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning {
+                lastError.withLock { $0 = text }
+            }
+            logger.trace("libmosquitto", metadata: ["adapter": "mqtt", "text": "\(text)"])
+
+        case .connected(let code):
+            guard code == 0 else {
+                fail("MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))")
+                return
+            }
+            logger.debug("connected", metadata: ["adapter": "mqtt", "broker": "\(broker)"])
+            do {
+                let messageID = try withClient { try $0.subscribe(topic: config.statusTopic, qos: 0) }
+                phase.withLock { phase in
+                    if case .connecting = phase { phase = .subscribing(messageID: messageID) }
+                }
+            } catch {
+                fail("cannot subscribe to \(config.statusTopic) at \(broker): \(error)")
+            }
+
+        case .subscribed(let messageID, let granted):
+            let expected = phase.withLock { phase -> Bool in
+                if case .subscribing(let id) = phase, id == messageID { return true }
+                return false
+            }
+            guard expected else { return }
+            if granted.first.map({ $0 > 2 }) ?? true {
+                fail("MQTT broker at \(broker) refused the subscription to \(config.statusTopic) (not authorised for that topic?)")
+                return
+            }
+            publishTrigger()
+
+        case .message(let topic, let payload, let retained):
+            guard topic == config.statusTopic else { return }
+            let active = phase.withLock { phase -> Bool in
+                if case .published = phase { return true }
+                return false
+            }
+            guard active else { return }
+            if retained {
+                // Retained status is whatever the relay did last time: stale by definition.
+                logger.debug("retained status ignored", metadata: ["adapter": "mqtt", "topic": "\(topic)"])
+                return
+            }
+            continuation.yield(MQTTStatusDecoder.event(for: payload, topic: topic))
+
+        case .disconnected(let code):
+            guard code != 0 else { return }
+            let words = lastErrorSuffix.isEmpty ? " (\(MosquittoError.words(for: code)))" : lastErrorSuffix
+            fail("lost the connection to MQTT broker at \(broker)\(words)")
+
+        case .published:
+            break
+        }
+    }
+
+    private func publishTrigger() {
+        let seconds = WallClock.nowNanoseconds() / 1_000_000_000
+        do {
+            _ = try withClient { try $0.publish(topic: config.triggerTopic, payload: Array(String(seconds).utf8), qos: 0, retain: false) }
+        } catch {
+            fail("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(error)")
+            return
+        }
+        let published = phase.withLock { phase -> Bool in
+            guard case .subscribing = phase else { return false }
+            phase = .published
+            return true
+        }
+        if published {
+            logger.debug("trigger published", metadata: ["adapter": "mqtt", "topic": "\(config.triggerTopic)", "payload": "\(seconds)"])
+            continuation.yield(.sent)
+        }
+    }
+
+    /// Ends the attempt with a failure once; later failures add nothing.
+    private func fail(_ reason: String) {
+        let first = phase.withLock { phase -> Bool in
+            if case .over = phase { return false }
+            phase = .over
+            return true
+        }
+        if first { continuation.yield(.unreachable(reason)) }
+    }
+
+    private func withClient<R>(_ body: (MosquittoClient) throws -> R) throws -> R {
+        // The client is set before the loop starts, so events never see it missing.
+        guard let current = client.withLock({ $0 }) else {
+            throw MosquittoError(call: "mosquitto client", code: 3)
+        }
+        return try body(current)
+    }
+}

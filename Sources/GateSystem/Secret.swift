@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Secret bytes (the MQTT password) that never print and are wiped when freed.
+///
+/// A class so that there is one copy to wipe; `description` is redacted so that
+/// string interpolation into a log line or an error cannot leak it.
+public final class Secret: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    // Only read through `withBytes`, and wiped in deinit: no copies escape.
+    private nonisolated(unsafe) var storage: [UInt8]
+
+    public init(bytes: [UInt8]) {
+        storage = bytes
+    }
+
+    public var isEmpty: Bool { storage.isEmpty }
+
+    public func withBytes<R>(_ body: ([UInt8]) throws -> R) rethrows -> R {
+        try body(storage)
+    }
+
+    public var description: String { "<redacted>" }
+    public var debugDescription: String { "<redacted>" }
+
+    deinit {
+        storage.withUnsafeMutableBytes { buffer in
+            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
+        }
+    }
+}
+
+/// Where a secret can come from, tried in order (SPEC §5). The Secret Service
+/// joins this list as a second source.
+public protocol SecretSource: Sendable {
+    /// For messages: "systemd credentials", "the Secret Service".
+    var name: String { get }
+    func lookup(account: String) -> SecretLookup
+}
+
+public enum SecretLookup: Sendable {
+    case found(Secret)
+    /// This source works but holds no such secret.
+    case notFound
+    /// This source cannot be asked (no credentials directory, no session bus…): why.
+    case unavailable(String)
+    /// The source has the secret but it cannot be used (unreadable, empty): why.
+    case failed(String)
+}
+
+/// The password lookup chain: the first source that has it wins.
+public struct CredentialLookup: Sendable {
+    public var sources: [any SecretSource]
+
+    public init(sources: [any SecretSource]) {
+        self.sources = sources
+    }
+
+    /// The MQTT password, or a sentence saying what was tried and how to store one.
+    public func mqttPassword() -> Result<Secret, CredentialFailure> {
+        var notes: [String] = []
+        for source in sources {
+            switch source.lookup(account: CredentialLookup.mqttPasswordAccount) {
+            case .found(let secret):
+                return .success(secret)
+            case .notFound:
+                notes.append("\(source.name): no entry")
+            case .unavailable(let why):
+                notes.append("\(source.name): \(why)")
+            case .failed(let why):
+                return .failure(CredentialFailure(message: "the MQTT password from \(source.name) cannot be used: \(why)"))
+            }
+        }
+        let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
+        return .failure(CredentialFailure(message: "no MQTT password found\(tried); "
+            + "for the system service, provide the systemd credential `mqtt-password` "
+            + "(LoadCredentialEncrypted=mqtt-password, read from $CREDENTIALS_DIRECTORY/mqtt-password)"))
+    }
+
+    public static let mqttPasswordAccount = "mqtt-password"
+}
+
+public struct CredentialFailure: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// systemd's `LoadCredential=`/`LoadCredentialEncrypted=`: one file per credential
+/// in `$CREDENTIALS_DIRECTORY`, readable only by the service.
+public struct SystemdCredentials: SecretSource {
+    public let name = "systemd credentials"
+    let directory: String?
+
+    public init(environment: [String: String] = ProcessEnvironment.current()) {
+        directory = environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    public func lookup(account: String) -> SecretLookup {
+        guard let directory else { return .unavailable("$CREDENTIALS_DIRECTORY is not set") }
+        let path = directory + "/" + account
+        guard access(path, F_OK) == 0 else { return .notFound }
+        switch FileBytes.read(path, limit: 4096) {
+        case .failure(let error):
+            return .failed("cannot read \(path): \(error)")
+        case .success(var bytes):
+            // A credential written with `echo` ends in a newline that is not part of it.
+            if bytes.last == 0x0a { bytes.removeLast() }
+            if bytes.last == 0x0d { bytes.removeLast() }
+            let secret = Secret(bytes: bytes)
+            bytes.withUnsafeMutableBytes { buffer in
+                if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
+            }
+            return secret.isEmpty ? .failed("\(path) is empty") : .found(secret)
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import CMosquitto
+import Synchronization
+
+/// Owns one `struct mosquitto *` and frees it.
+///
+/// Events come from libmosquitto's own network thread (`mosquitto_loop_start`)
+/// through the `@Sendable` handler given at creation, and nowhere else.
+///
+/// `@unchecked Sendable`: the handle is only touched through libmosquitto calls,
+/// which take the library's own locks once the loop thread runs (the library
+/// documents subscribe/publish/disconnect as safe from other threads); `deinit`
+/// stops that thread before destroying the handle.
+public final class MosquittoClient: @unchecked Sendable {
+    public struct TLS: Sendable, Hashable {
+        /// A PEM bundle of trusted CAs; `nil` uses the system's trust store.
+        public var caFile: String?
+
+        public init(caFile: String?) {
+            self.caFile = caFile
+        }
+    }
+
+    private let handle: OpaquePointer
+    private let context: Unmanaged<CallbackContext>
+    private let loopRunning = Mutex(false)
+    public let clientID: String
+
+    /// - Parameters:
+    ///   - clientID: sent to the broker; clean session.
+    ///   - handler: called on libmosquitto's thread for every event; must not block.
+    public init(clientID: String, handler: @escaping @Sendable (MosquittoEvent) -> Void) throws(MosquittoError) {
+        MosquittoLibrary.initializeOnce()
+        let context = Unmanaged.passRetained(CallbackContext(handler: handler))
+        guard let handle = mosquitto_new(clientID, true, context.toOpaque()) else {
+            context.release()
+            throw MosquittoError(call: "mosquitto_new", code: gate_mosq_err_errno())
+        }
+        self.handle = handle
+        self.context = context
+        self.clientID = clientID
+        CallbackContext.install(on: handle)
+    }
+
+    deinit {
+        let running = loopRunning.withLock { $0 }
+        if running {
+            mosquitto_disconnect(handle)
+            mosquitto_loop_stop(handle, true)
+        }
+        mosquitto_destroy(handle)
+        context.release()
+    }
+
+    /// Username and password for the CONNECT packet. libmosquitto keeps its own
+    /// copy; the caller should wipe its bytes afterwards.
+    public func setCredentials(username: String, password: [UInt8]?) throws(MosquittoError) {
+        let code: Int32
+        if var password {
+            password.append(0)
+            code = password.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { mosquitto_username_pw_set(handle, username, $0.baseAddress) }
+            }
+            for index in password.indices { password[index] = 0 }
+        } else {
+            code = mosquitto_username_pw_set(handle, username, nil)
+        }
+        try check("mosquitto_username_pw_set", code)
+    }
+
+    /// TLS with the peer's certificate and host name always verified.
+    public func enableTLS(_ tls: TLS) throws(MosquittoError) {
+        if let caFile = tls.caFile {
+            try check("mosquitto_tls_set", mosquitto_tls_set(handle, caFile, nil, nil, nil, nil))
+        } else {
+            try check("mosquitto_int_option(TLS_USE_OS_CERTS)", mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1))
+        }
+        // 1 = SSL_VERIFY_PEER; never insecure: the host name is checked against the certificate.
+        try check("mosquitto_tls_opts_set", mosquitto_tls_opts_set(handle, 1, nil, nil))
+        try check("mosquitto_tls_insecure_set", mosquitto_tls_insecure_set(handle, false))
+    }
+
+    /// Backoff between automatic reconnections of the loop thread.
+    public func setReconnectDelay(minimum: UInt32, maximum: UInt32) throws(MosquittoError) {
+        try check("mosquitto_reconnect_delay_set", mosquitto_reconnect_delay_set(handle, minimum, maximum, true))
+    }
+
+    /// Starts connecting; CONNACK arrives later as `.connected`. Resolves the host
+    /// name with a blocking lookup: call it off Swift's cooperative thread pool.
+    public func connect(host: String, port: Int32, keepAlive: Int32 = 60) throws(MosquittoError) {
+        try check("mosquitto_connect", mosquitto_connect_async(handle, host, port, keepAlive))
+    }
+
+    /// Starts libmosquitto's network thread, which also reconnects after a loss.
+    public func startLoop() throws(MosquittoError) {
+        try check("mosquitto_loop_start", mosquitto_loop_start(handle))
+        loopRunning.withLock { $0 = true }
+    }
+
+    /// Stops the network thread (after a disconnect, or at once when `force`).
+    public func stopLoop(force: Bool = true) {
+        let running = loopRunning.withLock { running -> Bool in
+            defer { running = false }
+            return running
+        }
+        if running { mosquitto_loop_stop(handle, force) }
+    }
+
+    @discardableResult
+    public func subscribe(topic: String, qos: Int32 = 0) throws(MosquittoError) -> Int32 {
+        var messageID: Int32 = 0
+        try check("mosquitto_subscribe", mosquitto_subscribe(handle, &messageID, topic, qos))
+        return messageID
+    }
+
+    @discardableResult
+    public func publish(topic: String, payload: [UInt8], qos: Int32 = 0, retain: Bool = false) throws(MosquittoError) -> Int32 {
+        var messageID: Int32 = 0
+        let code = payload.withUnsafeBytes { bytes in
+            mosquitto_publish(handle, &messageID, topic, Int32(bytes.count), bytes.baseAddress, qos, retain)
+        }
+        try check("mosquitto_publish", code)
+        return messageID
+    }
+
+    public func disconnect() {
+        mosquitto_disconnect(handle)
+    }
+
+    private func check(_ call: String, _ code: Int32) throws(MosquittoError) {
+        guard code == gate_mosq_err_success() else { throw MosquittoError(call: call, code: code) }
+    }
+}
+
+/// `mosquitto_lib_init` exactly once per process.
+public enum MosquittoLibrary {
+    private static let initialized: Bool = {
+        mosquitto_lib_init()
+        return true
+    }()
+
+    public static func initializeOnce() {
+        _ = initialized
+    }
+}

@@ -1,0 +1,59 @@
+import CMosquitto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A libmosquitto call that failed, worded as the tail of a sentence:
+/// `mosquitto_connect: Connection refused`.
+public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var call: String
+    public var code: Int32
+    /// The library's (or, for MOSQ_ERR_ERRNO, the system's) words for `code`.
+    public var words: String
+
+    /// Captures `errno` at once when `code` is MOSQ_ERR_ERRNO: later calls may change it.
+    public init(call: String, code: Int32) {
+        self.call = call
+        self.code = code
+        self.words = MosquittoError.words(for: code)
+    }
+
+    public var description: String { "\(call): \(words)" }
+
+    public static func words(for code: Int32) -> String {
+        if code == gate_mosq_err_errno() {
+            let number = errno
+            return strerror(number).map { String(cString: $0) } ?? "error \(number)"
+        }
+        return mosquitto_strerror(code).map { String(cString: $0) } ?? "error \(code)"
+    }
+
+    /// The broker's words for a CONNACK code (5 is "not authorised").
+    public static func connackWords(for code: Int32) -> String {
+        mosquitto_connack_string(code).map { String(cString: $0) } ?? "CONNACK \(code)"
+    }
+}
+
+/// What the library reports from its network thread.
+public enum MosquittoEvent: Sendable, Hashable {
+    /// CONNACK arrived; `code` 0 is success, anything else is the broker's refusal.
+    case connected(code: Int32)
+    /// The connection ended; `code` 0 means this client asked for it.
+    case disconnected(code: Int32)
+    /// SUBACK arrived; a granted QoS of 0x80 means the broker refused the topic.
+    case subscribed(messageID: Int32, grantedQoS: [Int32])
+    case message(topic: String, payload: [UInt8], retained: Bool)
+    case published(messageID: Int32)
+    /// A log line of the library (its TLS errors only appear here).
+    case log(level: Int32, text: String)
+}
+
+/// Log levels of `mosquitto_log_callback_set`, as plain numbers.
+public enum MosquittoLogLevel {
+    public static let info: Int32 = 0x01
+    public static let notice: Int32 = 0x02
+    public static let warning: Int32 = 0x04
+    public static let error: Int32 = 0x08
+    public static let debug: Int32 = 0x10
+}

@@ -1,0 +1,160 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Child processes, loopback ports and the command-line tools behind `MosquittoBroker`
+// and `MQTTRecorder`. Everything here is bounded: no wait without a deadline.
+
+extension MosquittoBroker {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// What a finished command-line tool (mosquitto_pub, openssl…) returned.
+    struct ToolRun: Sendable {
+        var arguments: [String]
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var summary: String { "\(arguments.joined(separator: " ")): exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+    }
+
+    /// Runs `executable` to completion (at most `timeout`; killed and reported as a failure after
+    /// that). A non-zero exit is returned, not thrown: callers decide what they expected.
+    static func runTool(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(15)) throws -> ToolRun {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-tool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let out = scratch.appendingPathComponent("stdout"), err = scratch.appendingPathComponent("stderr")
+        let child = try Child(executable, arguments, stdout: out, stderr: err, watchdog: false)
+        guard child.waitForExit(within: timeout) else {
+            child.terminate(grace: .zero)
+            throw Failure("\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout)")
+        }
+        return ToolRun(
+            arguments: [executable] + arguments,
+            status: child.process.terminationStatus,
+            stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        )
+    }
+
+    /// A background child process. With `watchdog`, a tiny `sh` loop SIGKILLs it as soon as the
+    /// test process is gone (even after a crash or SIGKILL, when no `deinit` runs), so that no
+    /// mosquitto or mosquitto_sub outlives the tests.
+    final class Child: @unchecked Sendable {
+        let process = Process()
+        private let guardian: Process?
+
+        init(_ executable: String, _ arguments: [String], stdout: URL?, stderr: URL?, watchdog: Bool) throws {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = try Self.appendingHandle(stdout)
+            process.standardError = stdout == stderr ? process.standardOutput : try Self.appendingHandle(stderr)
+            try process.run()
+            guard watchdog else { guardian = nil; return }
+            // Field 4 of /proc/$$/stat is the watchdog's parent pid: it changes (re-parenting to
+            // init) the moment the test process dies, zombie or not.
+            let script = #"while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "$1" ]; do sleep 0.5; done; kill -9 "$2" 2>/dev/null"#
+            let guardian = Process()
+            guardian.executableURL = URL(fileURLWithPath: "/bin/sh")
+            guardian.arguments = ["-c", script, "gate-test-watchdog", String(getpid()), String(process.processIdentifier)]
+            guardian.standardInput = FileHandle.nullDevice
+            guardian.standardOutput = FileHandle.nullDevice
+            guardian.standardError = FileHandle.nullDevice
+            do {
+                try guardian.run()
+            } catch {
+                Glibc.kill(process.processIdentifier, SIGKILL)
+                _ = waitForExit(within: .seconds(5))
+                throw error
+            }
+            self.guardian = guardian
+        }
+
+        deinit { terminate(grace: .seconds(2)) }
+
+        var pid: Int32 { process.processIdentifier }
+        var isRunning: Bool { process.isRunning }
+
+        /// Polls until the child has been reaped; false if it still runs at the deadline.
+        func waitForExit(within timeout: Duration) -> Bool {
+            let deadline = ContinuousClock.now + timeout
+            while process.isRunning {
+                if ContinuousClock.now >= deadline { return false }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            return true
+        }
+
+        func send(_ signal: Int32) {
+            if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
+        }
+
+        /// SIGTERM, up to `grace` to exit, then SIGKILL; the watchdog goes too.
+        func terminate(grace: Duration) {
+            if grace > .zero {
+                send(SIGTERM)
+                if !waitForExit(within: grace) { send(SIGKILL) }
+            } else {
+                send(SIGKILL)
+            }
+            _ = waitForExit(within: .seconds(5))
+            if let guardian, guardian.isRunning {
+                Glibc.kill(guardian.processIdentifier, SIGKILL)
+            }
+        }
+
+        private static func appendingHandle(_ url: URL?) throws -> FileHandle {
+            guard let url else { return FileHandle.nullDevice }
+            if !FileManager.default.fileExists(atPath: url.path) {
+                FileManager.default.createFile(atPath: url.path, contents: nil)
+            }
+            let handle = try FileHandle(forWritingTo: url)
+            handle.seekToEndOfFile()
+            return handle
+        }
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read, closed).
+    /// Someone else may take it before mosquitto binds it: callers retry on "Address already in use".
+    static func freeLoopbackPort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw Failure("bind 127.0.0.1:0: errno \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw Failure("getsockname: errno \(errno)") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port` right now.
+    static func acceptsConnections(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return connected == 0
+    }
+
+    private static func loopback(port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        return address
+    }
+}
