@@ -51,6 +51,7 @@ let package = Package(
             path: "esp32-sim"
         ),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
+        .testTarget(name: "GateSystemTests", dependencies: ["GateSystem"]),
         .testTarget(
             name: "GateIntegrationTests",
             dependencies: ["GateCore", "gate", "esp32-sim"]

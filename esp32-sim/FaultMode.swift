@@ -1,7 +1,7 @@
 import ArgumentParser
 
 /// What the relay says, independent of the wire: UDP sends 0x01 / 0x00 / 0x7f,
-/// MQTT will publish `1` / `0` / something that is neither.
+/// MQTT publishes `1` / `0` / `x`.
 enum Report: Sendable, Equatable {
     case activated
     case released
@@ -18,25 +18,38 @@ enum RelayEdge: Sendable {
 /// `slow-release`, when): the relay itself always cycles and every activation is recorded,
 /// so a test can tell "the device was triggered but lied" from "the trigger never arrived".
 ///
-/// New modes (`udp-off`, `mqtt-off` come with the MQTT transport) are new cases here;
-/// `--fault` parsing, the usage error and `--help` pick them up from `allCases`.
-enum FaultMode: String, CaseIterable, Sendable, ExpressibleByArgument {
+/// `--fault` parsing, the usage error and `--help` pick the modes up from `allCases`.
+enum FaultMode: String, CaseIterable, Sendable {
     case none
     case silent
     case noRelease = "no-release"
     case garbage
     case slowRelease = "slow-release"
     case duplicate
+    case udpOff = "udp-off"
+    case mqttOff = "mqtt-off"
 
     /// The hold `slow-release` uses instead of `--hold-ms`: longer than the gate's UDP
     /// budget (2 s) so that the gate sees `1` without `0` and must time out.
     static let slowReleaseHold: Duration = .milliseconds(3000)
+
+    /// The transport an `-off` mode removes; nil for the modes that change what is reported.
+    var switchesOff: Transport? {
+        switch self {
+        case .udpOff: .udp
+        case .mqttOff: .mqtt
+        default: nil
+        }
+    }
 
     /// The reports to send, in order, when the relay reaches `edge`.
     func reports(at edge: RelayEdge) -> [Report] {
         let normal: Report = edge == .closed ? .activated : .released
         switch self {
         case .none, .slowRelease:
+            return [normal]
+        case .udpOff, .mqttOff:
+            // A transport that is off never gets to report; the other one stays healthy.
             return [normal]
         case .silent:
             return []
@@ -50,7 +63,7 @@ enum FaultMode: String, CaseIterable, Sendable, ExpressibleByArgument {
         }
     }
 
-    /// How long the relay stays closed under this fault.
+    /// How long the relay stays closed when triggered on a transport with this fault.
     func hold(configured: Duration) -> Duration {
         self == .slowRelease ? Self.slowReleaseHold : configured
     }
@@ -58,17 +71,81 @@ enum FaultMode: String, CaseIterable, Sendable, ExpressibleByArgument {
     /// One line for `--help`.
     var summary: String {
         switch self {
-        case .none: "answers 0x01, holds the relay for --hold-ms, answers 0x00 (a healthy device)"
-        case .silent: "activates the relay but never answers"
-        case .noRelease: "answers 0x01 but never 0x00 (the relay still releases after --hold-ms)"
-        case .garbage: "answers one 0x7f datagram instead of 0x01 and 0x00"
-        case .slowRelease: "answers 0x01, holds the relay 3000 ms (not --hold-ms), then answers 0x00"
-        case .duplicate: "sends every answer twice: 0x01, 0x01, 0x00, 0x00 as four datagrams"
+        case .none: "reports on (UDP 0x01, MQTT 1), holds the relay for --hold-ms, reports off (0x00, 0): a healthy device"
+        case .silent: "activates the relay but never reports"
+        case .noRelease: "reports on but never off (the relay still releases after --hold-ms)"
+        case .garbage: "reports one invalid answer (UDP 0x7f, MQTT x) instead of on and off"
+        case .slowRelease: "reports on, holds the relay 3000 ms (not --hold-ms) when triggered on that transport, then off"
+        case .duplicate: "sends every report twice (UDP: 0x01, 0x01, 0x00, 0x00 as four datagrams)"
+        case .udpOff: "no UDP socket at all: nothing listens, a client gets ICMP port unreachable"
+        case .mqttOff: "no MQTT connection, even with --mqtt-host"
+        }
+    }
+}
+
+/// One `--fault` value: a mode, for one transport (`udp:silent`) or for both (`silent`).
+struct FaultSetting: Sendable, ExpressibleByArgument, CustomStringConvertible {
+    var transport: Transport?
+    var mode: FaultMode
+
+    init?(argument: String) {
+        var text = Substring(argument)
+        if let colon = text.firstIndex(of: ":") {
+            guard let transport = Transport(rawValue: String(text[..<colon])) else { return nil }
+            self.transport = transport
+            text = text[text.index(after: colon)...]
+        }
+        guard let mode = FaultMode(rawValue: String(text)) else { return nil }
+        self.mode = mode
+    }
+
+    /// Unprefixed: the `-off` modes name their own transport, the others apply to both.
+    var targets: [Transport] {
+        if let transport { return [transport] }
+        if let off = mode.switchesOff { return [off] }
+        return Transport.allCases
+    }
+
+    var description: String { (transport.map { "\($0.rawValue):" } ?? "") + mode.rawValue }
+
+    // The usage error for an unknown mode and `--help` list these.
+    static var allValueStrings: [String] { FaultMode.allCases.map(\.rawValue) }
+
+    static var allValueDescriptions: [String: String] {
+        Dictionary(uniqueKeysWithValues: FaultMode.allCases.map { ($0.rawValue, $0.summary) })
+    }
+}
+
+/// The fault of each transport once every `--fault` has been applied.
+struct Faults: Sendable, CustomStringConvertible {
+    private var modes: [Transport: FaultMode] = [:]
+
+    /// Refuses a transport given two faults (the user meant one of them and the other
+    /// would silently lose) and an `-off` mode given to the transport it does not name.
+    init(_ settings: [FaultSetting]) throws(ValidationError) {
+        for setting in settings {
+            if let off = setting.mode.switchesOff, let transport = setting.transport, transport != off {
+                throw ValidationError("--fault \(setting.description): \(setting.mode.rawValue) switches off \(off.rawValue), not \(transport.rawValue)")
+            }
+            for transport in setting.targets {
+                if let earlier = modes[transport] {
+                    throw ValidationError("--fault \(setting.description): \(transport.rawValue) already has the fault \(earlier.rawValue); "
+                        + "give at most one per transport, e.g. --fault udp:silent --fault mqtt:garbage")
+                }
+                modes[transport] = setting.mode
+            }
         }
     }
 
-    /// Makes `--help` list every mode with its summary under `--fault`.
-    static var allValueDescriptions: [String: String] {
-        Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0.summary) })
+    subscript(transport: Transport) -> FaultMode { modes[transport] ?? .none }
+
+    func isOff(_ transport: Transport) -> Bool { self[transport].switchesOff == transport }
+
+    /// `udp silent, mqtt none`.
+    var description: String { description(of: Transport.allCases) }
+
+    /// The same for the transports that are running, which are the only ones a reader cares about.
+    func description(of transports: [Transport]) -> String {
+        transports.map { "\($0.rawValue) \(self[$0].rawValue)" }.joined(separator: ", ")
     }
 }

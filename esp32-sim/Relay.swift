@@ -13,87 +13,118 @@ enum TriggerOutcome: Sendable, Equatable {
 /// The relay and its timing, shared by every transport: the real ESP32 has one relay, so a
 /// UDP trigger and an MQTT trigger that arrive together must yield one activation, not two.
 ///
-/// Transports hand in a trigger and a `reply` closure; the relay decides, through the fault
-/// mode, which abstract `Report`s to give and when, and the transport only encodes them.
+/// Transports hand in a trigger and, if the sender expects an answer, a `reply` closure;
+/// transports with an audience of their own (MQTT's status topic) register an observer,
+/// which hears every relay change whatever triggered it, as the real firmware publishes
+/// status for UDP triggers too. The relay decides, through each transport's fault, which
+/// abstract `Report`s to give and when; the transports only encode them.
 /// `trigger` is synchronous (state behind a `Mutex`, not an actor) so that the transport's
-/// receive thread learns at once whether the trigger counted, and so that two datagrams
+/// receive thread learns at once whether the trigger counted, and so that two triggers
 /// are handled in the order they arrived.
 final class Relay: Sendable {
+    typealias Deliver = @Sendable (Report) -> Void
+
+    private struct Observer {
+        let transport: Transport
+        let deliver: Deliver
+    }
+
     private struct State {
         var held = false
         var activations = 0
+        var observers: [Observer] = []
     }
 
     private let state = Mutex(State())
     private let hold: Duration
-    private let fault: FaultMode
+    private let faults: Faults
     private let triggerLog: TriggerLog?
     private let logger: Logger
 
-    init(hold: Duration, fault: FaultMode, triggerLog: TriggerLog?, logger: Logger) {
+    init(hold: Duration, faults: Faults, triggerLog: TriggerLog?, logger: Logger) {
         self.hold = hold
-        self.fault = fault
+        self.faults = faults
         self.triggerLog = triggerLog
         self.logger = logger
     }
 
     var isHeld: Bool { state.withLock { $0.held } }
 
-    /// Closes the relay unless it is already closed. `reply` is called with each report:
-    /// the closing ones before this returns, the releasing ones later, from another task,
-    /// which is why it must be `@Sendable`. The releasing ones are given under the relay's
-    /// lock, so `reply` must be quick and must not call back into the relay.
+    /// `deliver` gets the reports of every later activation, encoded under `transport`'s
+    /// fault. Same rules as `reply` in `trigger`: quick, and never calling back into the relay.
+    func addObserver(on transport: Transport, _ deliver: @escaping Deliver) {
+        state.withLock { $0.observers.append(Observer(transport: transport, deliver: deliver)) }
+    }
+
+    /// Closes the relay unless it is already closed. `reply` (the sender's answer) and the
+    /// observers are called with each report: the closing ones before this returns, the
+    /// releasing ones later, from another task, which is why they must be `@Sendable`. The
+    /// releasing ones are given under the relay's lock, so they must be quick and must not
+    /// call back into the relay. The hold is that of the triggering transport's fault.
     @discardableResult
     func trigger(
         via transport: Transport,
         from sender: String?,
-        reply: @escaping @Sendable (Report) -> Void
+        payload: String? = nil,
+        reply: Deliver?
     ) -> TriggerOutcome {
-        let number: Int? = state.withLock { state in
+        let claimed: (number: Int, observers: [Observer])? = state.withLock { state in
             guard !state.held else { return nil }
             state.held = true
             state.activations += 1
-            return state.activations
+            return (state.activations, state.observers)
         }
         let origin = sender.map { "\(transport.rawValue) from \($0)" } ?? transport.rawValue
-        guard let number else {
+        guard let claimed else {
             logger.info("ignored: relay held (trigger via \(origin))")
             return .ignoredRelayHeld
         }
+        let (number, observers) = claimed
 
+        let fault = faults[transport]
         let holdTime = fault.hold(configured: hold)
         logger.info("activated #\(number) via \(origin), holding \(milliseconds(holdTime)) ms")
-        // Recorded before the first report goes out, so that whoever has seen 0x01 can rely
-        // on the line being in the file already.
+        // Recorded before the first report goes out, so that whoever has seen the `1` can
+        // rely on the line being in the file already.
         do {
-            try triggerLog?.record(via: transport, from: sender)
+            try triggerLog?.record(via: transport, from: sender, payload: payload)
         } catch {
             logger.error("trigger log: \(error)")
         }
-        send(fault.reports(at: .closed), edge: .closed, reply: reply)
+        announce(.closed, trigger: transport, reply: reply, observers: observers)
 
         Task { [self] in
             // Unstructured and never cancelled: the hold runs its course whatever happens to
             // the transport that triggered it, like the physical relay.
             try? await Task.sleep(for: holdTime)
-            // Reported and freed under the lock: a trigger racing the 0x00 waits until it is
-            // out and then finds the relay ready, so whoever has seen 0x00 can trigger again
-            // at once, and no 0x01 of a new cycle can overtake the 0x00 of this one.
+            // Reported and freed under the lock: a trigger racing the release report waits
+            // until it is out and then finds the relay ready, so whoever has seen `0` can
+            // trigger again at once, and no `1` of a new cycle can overtake the `0` of this one.
             state.withLock { state in
                 logger.info("released #\(number)")
-                send(fault.reports(at: .released), edge: .released, reply: reply)
+                announce(.released, trigger: transport, reply: reply, observers: observers)
                 state.held = false
             }
         }
         return .activated(number: number)
     }
 
-    private func send(_ reports: [Report], edge: RelayEdge, reply: @Sendable (Report) -> Void) {
+    private func announce(_ edge: RelayEdge, trigger: Transport, reply: Deliver?, observers: [Observer]) {
+        if let reply {
+            send(faults[trigger].reports(at: edge), edge: edge, on: trigger, to: reply)
+        }
+        for observer in observers {
+            send(faults[observer.transport].reports(at: edge), edge: edge, on: observer.transport, to: observer.deliver)
+        }
+    }
+
+    private func send(_ reports: [Report], edge: RelayEdge, on transport: Transport, to deliver: Deliver) {
         if reports.isEmpty {
-            logger.debug("fault \(fault.rawValue): nothing reported when the relay \(edge == .closed ? "closed" : "released")")
+            let moment = edge == .closed ? "closed" : "released"
+            logger.debug("fault \(transport.rawValue):\(faults[transport].rawValue): nothing reported when the relay \(moment)")
         }
         for report in reports {
-            reply(report)
+            deliver(report)
         }
     }
 }

@@ -27,6 +27,20 @@ struct SignalWaiter {
         while sigwait(&set, &number) != 0 {}
         return number
     }
+
+    /// Like `wait()`, but gives up after `timeout` and returns nil; for waiting on something
+    /// else in slices without losing a signal meanwhile.
+    func wait(timeout: Duration) -> Int32? {
+        var set = self.set
+        let (seconds, attoseconds) = timeout.components
+        var limit = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        while true {
+            let number = sigtimedwait(&set, nil, &limit)
+            if number > 0 { return number }
+            // EINTR restarts with the full slice, which only lengthens one slice a little.
+            if errno != EINTR { return nil }
+        }
+    }
 }
 
 func signalName(_ number: Int32) -> String {

@@ -1,6 +1,4 @@
 import ArgumentParser
-import Glibc
-import Logging
 
 @main
 struct SimulatorCommand: ParsableCommand {
@@ -8,40 +6,67 @@ struct SimulatorCommand: ParsableCommand {
         commandName: "esp32-sim",
         abstract: "Simulate the gate's ESP32 relay controller, for tests and demos.",
         discussion: """
-            Listens where the ESP32 would and answers as its firmware does. A datagram whose \
-            first byte is 0x01 is a trigger: the relay closes, 0x01 goes back to the sender's \
-            address and port, the relay is held for --hold-ms, 0x00 follows, and the relay \
-            is ready again. A trigger that arrives while the relay is held is ignored: no \
-            answer, one log line. Datagrams that are not triggers are ignored and logged.
+            Listens where the ESP32 would and answers as its firmware does, over UDP and, \
+            with --mqtt-host, over MQTT at the same time. There is one relay: a trigger on \
+            either side closes it, it is held for --hold-ms, then released and ready again. \
+            A trigger that arrives while the relay is held is ignored: no answer, one log line.
+
+            UDP
+            A datagram whose first byte is 0x01 is a trigger: 0x01 goes back to the sender's \
+            address and port when the relay closes, 0x00 when it releases. Other datagrams \
+            are ignored and logged. UDP answers go only to the sender of the trigger.
+
+            MQTT
+            With --mqtt-host the device connects to that broker (client id esp32-sim- and 8 \
+            random hex digits, keep-alive 60 s, clean session) and subscribes to the trigger \
+            topic. A message there (payload: the Unix time as decimal text; any payload is \
+            accepted and logged) is a trigger. Retained messages are stale and ignored. Every \
+            relay change is published on the status topic, 1 when it closes and 0 when it \
+            releases (QoS 0, not retained), whatever triggered it: a UDP trigger shows on \
+            MQTT too. The password is read from $\(MQTTSettings.passwordVariable), never \
+            from an argument. --mqtt-tls-ca turns on TLS, with the broker's certificate and \
+            host name verified against that CA; the port then defaults to 8883. The first \
+            connection must succeed (CONNACK and SUBACK within 10 s); after that the device \
+            reconnects by itself, every 1–2 s, and subscribes again.
 
             FAULT MODES
             --fault makes the device misbehave so that the gate's error handling can be \
             tried. A fault changes only what the device reports (and, for slow-release, \
             when): the relay itself always cycles, and every activation is written to the \
             trigger log, so a test can tell "triggered but answered wrongly" from "never \
-            triggered". Each mode is described under --fault below.
+            triggered". A mode applies to both transports; prefix it with udp: or mqtt: to \
+            apply it to one (--fault udp:silent --fault mqtt:garbage). --fault may be given \
+            once per transport. udp-off and mqtt-off remove their own transport. \
+            slow-release lengthens the hold when the trigger came on the transport that \
+            has it. Each mode is described under --fault below.
 
             TRIGGER LOG
             --trigger-log FILE appends one JSON line per relay activation (ignored triggers \
             are not written). The file is created if missing (mode 0644) and never truncated; \
             each line is a single append, so a reader never sees half a line:
               {"via":"udp","at":"2026-11-21T10:00:00.123Z","from":"127.0.0.1:5555"}
-            "at" is the time of activation in UTC with milliseconds; "from" is the sender's \
-            address and port, written as --udp accepts it.
+              {"via":"mqtt","at":"2026-11-21T10:00:02.456Z","payload":"1795255202"}
+            "at" is the time of activation in UTC with milliseconds; "from" is the UDP \
+            sender's address and port, written as --udp accepts it; "payload" is the MQTT \
+            trigger's payload.
 
             OUTPUT
-            Log lines go to stderr as "esp32-sim: <message>"; the first one names the address \
-            actually bound ("listening on udp 127.0.0.1:54321"), which tells a test the port \
-            chosen for port 0. Once listening, the line "ready" is printed on stdout; \
-            nothing else is printed there.
+            Log lines go to stderr as "esp32-sim: <message>"; one names the address actually \
+            bound ("listening on udp 127.0.0.1:54321"), which tells a test the port chosen \
+            for port 0 (with udp-off the line is "udp off" instead). The line "ready" is \
+            printed on stdout once every enabled transport listens: the UDP socket is bound \
+            and the broker has acknowledged the subscription. Nothing else is printed there.
 
             EXIT STATUS
             0 after SIGINT or SIGTERM, 64 for a usage error, 1 when the address cannot be \
-            bound or the trigger log cannot be opened.
+            bound, the trigger log cannot be opened, or the first MQTT connection fails \
+            (refused, not authorised, TLS error, or no SUBACK within 10 s).
 
             EXAMPLES
               esp32-sim --udp 0.0.0.0:8080
               esp32-sim --udp [::1]:0 --fault no-release --trigger-log relay.jsonl
+              ESP32_SIM_MQTT_PASSWORD=secret esp32-sim --mqtt-host broker.lan \\
+                --mqtt-username esp32 --mqtt-tls-ca ca.pem --fault udp-off
             """
     )
 
@@ -57,13 +82,59 @@ struct SimulatorCommand: ParsableCommand {
     var udp = "127.0.0.1:8080"
 
     @Option(
+        name: .customLong("mqtt-host"),
+        help: ArgumentHelp("The MQTT broker's host name or address; enables MQTT.", valueName: "host")
+    )
+    var mqttHost: String?
+
+    @Option(
+        name: .customLong("mqtt-port"),
+        help: ArgumentHelp("The broker's port (default 1883, or 8883 with --mqtt-tls-ca).", valueName: "port")
+    )
+    var mqttPort: Int?
+
+    @Option(
+        name: .customLong("mqtt-username"),
+        help: ArgumentHelp(
+            "User name for the broker.",
+            discussion: "The password comes from $\(MQTTSettings.passwordVariable).",
+            valueName: "user"
+        )
+    )
+    var mqttUsername: String?
+
+    @Option(
+        name: .customLong("mqtt-tls-ca"),
+        help: ArgumentHelp("Connect with TLS, trusting the CA certificates in this PEM file.", valueName: "file")
+    )
+    var mqttTLSCA: String?
+
+    @Option(
+        name: .customLong("mqtt-trigger-topic"),
+        help: ArgumentHelp("Topic to take triggers from (default \(MQTTSettings.defaultTriggerTopic)).", valueName: "topic")
+    )
+    var mqttTriggerTopic: String?
+
+    @Option(
+        name: .customLong("mqtt-status-topic"),
+        help: ArgumentHelp("Topic to publish relay changes on (default \(MQTTSettings.defaultStatusTopic)).", valueName: "topic")
+    )
+    var mqttStatusTopic: String?
+
+    @Option(
         name: .customLong("hold-ms"),
         help: ArgumentHelp("How long the relay stays closed, in milliseconds (0…60000).", valueName: "ms")
     )
     var holdMilliseconds = 400
 
-    @Option(help: ArgumentHelp("How the device misbehaves.", valueName: "mode"))
-    var fault: FaultMode = .none
+    @Option(
+        help: ArgumentHelp(
+            "How the device misbehaves; repeatable, once per transport.",
+            discussion: "MODE applies to both transports, udp:MODE or mqtt:MODE to one.",
+            valueName: "[udp:|mqtt:]mode"
+        )
+    )
+    var fault: [FaultSetting] = []
 
     @Option(
         name: .customLong("trigger-log"),
@@ -71,7 +142,7 @@ struct SimulatorCommand: ParsableCommand {
     )
     var triggerLogPath: String?
 
-    @Flag(name: .shortAndLong, help: "Log debug detail: every datagram received, silent faults.")
+    @Flag(name: .shortAndLong, help: "Log debug detail: every datagram received, silent faults, libmosquitto's messages.")
     var verbose = false
 
     static let holdRange = 0...60_000
@@ -85,48 +156,6 @@ struct SimulatorCommand: ParsableCommand {
         guard Self.holdRange.contains(holdMilliseconds) else {
             throw ValidationError("--hold-ms \(holdMilliseconds): must be 0…60000")
         }
-    }
-
-    func run() throws {
-        // First, before anything can start a thread (see SignalWaiter).
-        let signals = SignalWaiter([SIGINT, SIGTERM])
-
-        let level: Logger.Level = verbose ? .debug : .info
-        LoggingSystem.bootstrap { _ in StderrLogHandler(level: level) }
-        let logger = Logger(label: "esp32-sim")
-
-        let triggerLog: TriggerLog?
-        do {
-            triggerLog = try triggerLogPath.map { path throws(SystemError) in try TriggerLog(path: path) }
-        } catch {
-            logger.error("cannot open trigger log: \(error)")
-            throw ExitCode.failure
-        }
-
-        let relay = Relay(
-            hold: .milliseconds(holdMilliseconds), fault: fault, triggerLog: triggerLog, logger: logger)
-        let transport: UDPTransport
-        do {
-            // validate() has already accepted the text.
-            transport = try UDPTransport(bindingTo: SocketAddress(endpoint: udp)!, relay: relay, logger: logger)
-            try transport.start()
-        } catch {
-            logger.error("cannot listen on udp \(udp): \(error)")
-            throw ExitCode.failure
-        }
-
-        logger.info("listening on udp \(transport.localAddress)")
-        let logNote = triggerLog.map { ", trigger log \($0.path)" } ?? ""
-        logger.info("hold \(holdMilliseconds) ms, fault \(fault.rawValue)\(logNote)")
-        print("ready")
-        // stdout is a pipe in tests and scripts, where print() is block-buffered.
-        fflush(nil)
-
-        let received = signals.wait()
-        logger.info("stopping (\(signalName(received)))")
-        transport.stop()
-        if relay.isHeld {
-            logger.info("relay was held; its release is not reported")
-        }
+        try validateMQTT(faults: try Faults(fault))
     }
 }

@@ -151,3 +151,46 @@ func bindUDPSocket(to address: SocketAddress) throws(SystemError) -> (fd: Int32,
     }
     return (fd, SocketAddress(storage: storage, length: length))
 }
+
+/// Opens and closes a TCP connection to `host`:`port` (any address the name resolves to),
+/// within `timeout`; nil on success, else the system's words for why not.
+///
+/// Used before a TLS connection to the broker: libmosquitto 2.0.11 reports nothing when the
+/// TCP connect of `mosquitto_connect_async` is refused under TLS, and busy-loops until the
+/// keep-alive expires (eclipse-mosquitto/mosquitto#2421), so without this a broker that is
+/// down would surface as a vague timeout.
+func tcpConnectFailure(host: String, port: Int, timeout: Duration) -> String? {
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var list: UnsafeMutablePointer<addrinfo>?
+    let rc = getaddrinfo(host, String(port), &hints, &list)
+    guard rc == 0 else { return String(cString: gai_strerror(rc)) }
+    defer { freeaddrinfo(list) }
+
+    let deadline = ContinuousClock.now + timeout
+    var failure = "no address"
+    var entry = list
+    while let info = entry?.pointee {
+        entry = info.ai_next
+        let fd = socket(info.ai_family, info.ai_socktype | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), info.ai_protocol)
+        guard fd >= 0 else {
+            failure = String(cString: strerror(errno))
+            continue
+        }
+        defer { close(fd) }
+        var code: Int32 = connect(fd, info.ai_addr, info.ai_addrlen) == 0 ? 0 : errno
+        if code == EINPROGRESS {
+            let left = deadline - ContinuousClock.now
+            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            if left > .zero && poll(&pfd, 1, Int32(max(1, milliseconds(left)))) == 1 {
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
+            } else {
+                code = ETIMEDOUT
+            }
+        }
+        if code == 0 { return nil }
+        failure = String(cString: strerror(code))
+    }
+    return failure
+}

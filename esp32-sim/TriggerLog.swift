@@ -1,8 +1,9 @@
 import Glibc
 
-/// The way a trigger reached the relay. MQTT joins next to UDP later.
-enum Transport: String, Sendable {
+/// The way a trigger reached the relay.
+enum Transport: String, CaseIterable, Sendable {
     case udp
+    case mqtt
 }
 
 /// The `--trigger-log` file: one JSON line per relay activation, so that tests (and users
@@ -27,13 +28,18 @@ final class TriggerLog: Sendable {
         close(fd)
     }
 
-    /// Appends `{"via":…,"at":…,"from":…}`; `from` is left out when the transport has no
-    /// sender address to give.
-    func record(via transport: Transport, from sender: String?, at time: timespec = .now) throws(SystemError) {
+    /// Appends `{"via":…,"at":…,"from":…,"payload":…}`; `from` is left out when the transport
+    /// has no sender address to give (MQTT), `payload` when the trigger carries none (UDP).
+    func record(
+        via transport: Transport, from sender: String?, payload: String? = nil, at time: timespec = .now
+    ) throws(SystemError) {
         var line = #"{"via":"# + jsonString(transport.rawValue)
         line += #","at":"# + jsonString(iso8601UTC(time))
         if let sender {
             line += #","from":"# + jsonString(sender)
+        }
+        if let payload {
+            line += #","payload":"# + jsonString(payload)
         }
         line += "}\n"
         var bytes = Array(line.utf8)
@@ -73,8 +79,8 @@ func iso8601UTC(_ time: timespec) -> String {
     return "\(date)T\(clock).\(padded(Int(time.tv_nsec) / 1_000_000, 3))Z"
 }
 
-/// A JSON string literal. Only addresses and names go through here today, but MQTT client
-/// ids will too, and a quote in one must not corrupt the log.
+/// A JSON string literal. MQTT payloads go through here, and a quote or a control byte in
+/// one must not corrupt the log.
 func jsonString(_ text: String) -> String {
     var out = "\""
     for scalar in text.unicodeScalars {

@@ -43,8 +43,8 @@ public struct OpeningMachine: Sendable {
         case triggering(index: Int, startedAt: MonotonicInstant, deadline: MonotonicInstant)
         /// `1` seen on `plan[index]`, waiting for `0`.
         case waitingForRelayClose(index: Int, startedAt: MonotonicInstant, deadline: MonotonicInstant)
-        /// Failed; `ready` again at `resetAt`.
-        case resetting(resetAt: MonotonicInstant)
+        /// Failed (`shown` is `timeout` or `error`); `ready` again at `resetAt`.
+        case resetting(resetAt: MonotonicInstant, shown: GateState)
         case done
     }
 
@@ -85,7 +85,7 @@ public struct OpeningMachine: Sendable {
         case .idle, .done: return .ready
         case .triggering: return .triggering
         case .waitingForRelayClose: return .waitingForRelayClose
-        case .resetting: return tried.last?.outcome == .timeout ? .timeout : .error
+        case .resetting(_, let shown): return shown
         }
     }
 
@@ -100,7 +100,7 @@ public struct OpeningMachine: Sendable {
             return handleAdapter(kind, adapterEvent, now: now)
 
         case .resetDelayElapsed(let now):
-            guard case .resetting(let resetAt) = phase, now >= resetAt else { return [] }
+            guard case .resetting(let resetAt, _) = phase, now >= resetAt else { return [] }
             phase = .done
             return [.stateChanged(.ready, adapter: nil)]
         }
@@ -114,8 +114,8 @@ public struct OpeningMachine: Sendable {
 
         case .triggering(let index, let attemptStart, let deadline):
             guard plan[index].kind == kind else { return [] }
-            if now >= deadline, event != .deadlineReached {
-                // The budget ran out before this event: the deadline decides, the late event is ignored.
+            if now >= deadline, event.isAnswer {
+                // The budget ran out before this answer: the deadline decides, the late answer is ignored.
                 return handleAdapter(kind, .deadlineReached, now: deadline)
             }
             switch event {
@@ -141,7 +141,7 @@ public struct OpeningMachine: Sendable {
 
         case .waitingForRelayClose(let index, let attemptStart, let deadline):
             guard plan[index].kind == kind else { return [] }
-            if now >= deadline, event != .deadlineReached {
+            if now >= deadline, event.isAnswer {
                 return handleAdapter(kind, .deadlineReached, now: deadline)
             }
             switch event {
@@ -200,6 +200,14 @@ public struct OpeningMachine: Sendable {
     ) -> [Action] {
         let kind = plan[index].kind
         tried.append(AttemptRecord(adapter: kind, outcome: outcome, reason: reason, duration: now.duration(since: attemptStart)))
+        // Said out loud, so nobody wonders why the fallback stayed idle.
+        for later in plan[(index + 1)...] {
+            tried.append(AttemptRecord(
+                adapter: later.kind, outcome: .skipped,
+                reason: "not tried: the ESP32 answered over \(kind), and a second trigger could move the gate twice",
+                duration: nil
+            ))
+        }
         return [.stopAdapter(kind)] + finishFailed(error: error, adapter: kind, now: now, message: "\(kind): \(reason)")
     }
 
@@ -230,9 +238,20 @@ public struct OpeningMachine: Sendable {
 
     private mutating func finishFailed(error: GateKeeperError, adapter: AdapterKind?, now: MonotonicInstant, message: String) -> [Action] {
         let resetAt = now + resetDelay
-        phase = .resetting(resetAt: resetAt)
-        let result = OpeningResult(error: error, adapter: adapter, duration: now.duration(since: startedAt), attempts: attempts, message: message)
         let shown: GateState = error == .operationTimeout ? .timeout : .error
+        phase = .resetting(resetAt: resetAt, shown: shown)
+        let result = OpeningResult(error: error, adapter: adapter, duration: now.duration(since: startedAt), attempts: attempts, message: message)
         return [.stateChanged(shown, adapter: adapter), .finished(result, resetAt: resetAt)]
+    }
+}
+
+extension AdapterEvent {
+    /// Something the ESP32 said. Only these are subject to the budget: an adapter's
+    /// own account of a failure (why it could not connect) stays true after it.
+    var isAnswer: Bool {
+        switch self {
+        case .relay, .invalid: return true
+        case .sent, .unreachable, .misconfigured, .deadlineReached: return false
+        }
     }
 }

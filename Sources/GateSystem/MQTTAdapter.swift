@@ -113,7 +113,8 @@ final class MQTTExchange: Sendable {
             try mosquitto.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
             try mosquitto.startLoop()
         } catch {
-            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(error)"))
+            // A TLS failure happens inside connect on a fast link; its words are in the log.
+            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)"))
             return
         }
         waitUntil(deadline, wake: wake)
@@ -156,10 +157,18 @@ final class MQTTExchange: Sendable {
     private func handle(_ event: MosquittoEvent) {
         switch event {
         case .log(let level, let text):
-            if level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning {
-                lastError.withLock { $0 = text }
-            }
             logger.trace("libmosquitto", metadata: ["adapter": "mqtt", "text": "\(text)"])
+            guard level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning else { return }
+            lastError.withLock { $0 = text }
+            // A TLS handshake that fails inside the network loop is only logged: no
+            // disconnect callback follows, and the loop would retry until the budget ends.
+            let connecting = phase.withLock { phase -> Bool in
+                if case .connecting = phase { return true }
+                return false
+            }
+            if connecting, level == MosquittoLogLevel.error {
+                fail("cannot reach MQTT broker at \(broker): \(text)")
+            }
 
         case .connected(let code):
             guard code == 0 else {

@@ -125,7 +125,8 @@ struct OpeningMachineTests {
         #expect(started(actions).isEmpty)
         #expect(result.error == .invalidResponse)
         #expect(result.exitCode == 76)
-        #expect(result.attempts.map(\.outcome) == [.invalidResponse])
+        #expect(result.attempts.map(\.outcome) == [.invalidResponse, .skipped])
+        #expect(result.attempts[1].reason?.contains("second trigger") == true)
         #expect(machine.state == .error)
     }
 
@@ -187,6 +188,17 @@ struct OpeningMachineTests {
         _ = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(100))))
         let late = machine.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(3000))))
         #expect(try #require(finished(late)).0.error == .operationTimeout)
+    }
+
+    @Test("An adapter's own failure reported at the deadline keeps its words")
+    func failureAtDeadlineKeepsReason() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        let actions = machine.handle(.adapter(.udp, .unreachable("no CONNACK within the budget"), at: clock.advance(.milliseconds(2001))))
+        let (result, _) = try #require(finished(actions))
+        #expect(result.attempts.first?.outcome == .unreachable)
+        #expect(result.attempts.first?.reason == "no CONNACK within the budget")
     }
 
     @Test("Unreachable at once falls back to MQTT immediately")

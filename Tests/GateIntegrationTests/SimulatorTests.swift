@@ -189,7 +189,7 @@ struct SimulatorTests {
     @Test func unknownFaultIsAUsageError() throws {
         let result = try Simulator.run(["--fault", "smoke"])
         #expect(result.termination == .exited(64))
-        for mode in ["none", "silent", "no-release", "garbage", "slow-release", "duplicate"] {
+        for mode in ["none", "silent", "no-release", "garbage", "slow-release", "duplicate", "udp-off", "mqtt-off"] {
             #expect(result.stderr.contains(mode), "valid modes are listed: \(mode)")
         }
         #expect(result.stdout.isEmpty)
@@ -220,6 +220,44 @@ struct SimulatorTests {
         #expect(result.termination == .exited(0))
         for word in ["slow-release", "duplicate", "trigger log", #""via":"udp""#, "ready"] {
             #expect(result.stdout.contains(word), "--help mentions \(word)")
+        }
+    }
+
+    // MARK: - MQTT options (the MQTT behaviour itself is in SimulatorMQTTTests)
+
+    @Test(arguments: [
+        ["--mqtt-port", "1883"], ["--mqtt-username", "u"], ["--fault", "mqtt:garbage"], ["--fault", "udp-off"],
+        ["--mqtt-host", "h", "--fault", "udp-off", "--fault", "mqtt-off"], ["--fault", "silent", "--fault", "udp:garbage"],
+        ["--fault", "mqtt:udp-off"], ["--fault", "tcp:silent"], ["--mqtt-host", "h", "--mqtt-port", "0"],
+        ["--mqtt-host", "h", "--mqtt-trigger-topic", "a/#"], ["--mqtt-host", "h", "--mqtt-status-topic", "iot/house/gate/esp32/trigger"],
+    ])
+    func inconsistentOptionsAreUsageErrors(arguments: [String]) throws {
+        let result = try Simulator.run(["--udp", "127.0.0.1:0"] + arguments)
+        #expect(result.termination == .exited(64), "\(arguments): \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func tlsDefaultsToPort8883() throws {
+        let broker = try MosquittoBroker(.tls)
+        let arguments = ["--mqtt-host", "127.0.0.1", "--mqtt-tls-ca", broker.caFile!]
+        // Whether or not something answers on 8883 here, the log names the port tried.
+        do {
+            let sim = try Simulator(arguments, readyTimeout: .seconds(12))
+            #expect(sim.stderrText.contains("127.0.0.1:8883"))
+        } catch let failure as Simulator.Failure {
+            #expect(failure.description.contains("127.0.0.1:8883"))
+        }
+    }
+
+    @Test func helpDescribesTheMQTTSide() throws {
+        let result = try Simulator.run(["--help"])
+        #expect(result.termination == .exited(0))
+        // Help text is wrapped to the terminal: compare with the line breaks taken out.
+        let text = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        for word in ["--mqtt-host", "--mqtt-port", "--mqtt-username", "--mqtt-tls-ca", "--mqtt-trigger-topic",
+                     "--mqtt-status-topic", "ESP32_SIM_MQTT_PASSWORD", "udp-off", "mqtt-off", "udp:silent",
+                     "mqtt:garbage", "relay change is published", #""via":"mqtt""#] {
+            #expect(text.contains(word), "--help mentions \(word)")
         }
     }
 }

@@ -46,7 +46,7 @@ extension MosquittoBroker {
     /// mosquitto or mosquitto_sub outlives the tests.
     final class Child: @unchecked Sendable {
         let process = Process()
-        private let guardian: Process?
+        private var guardian: Process?
 
         init(_ executable: String, _ arguments: [String], stdout: URL?, stderr: URL?, watchdog: Bool) throws {
             process.executableURL = URL(fileURLWithPath: executable)
@@ -54,8 +54,8 @@ extension MosquittoBroker {
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = try Self.appendingHandle(stdout)
             process.standardError = stdout == stderr ? process.standardOutput : try Self.appendingHandle(stderr)
-            try process.run()
-            guard watchdog else { guardian = nil; return }
+            try Self.spawnWithSignalsUnblocked(process)
+            guard watchdog else { return }
             // Field 4 of /proc/$$/stat is the watchdog's parent pid: it changes (re-parenting to
             // init) the moment the test process dies, zombie or not.
             let script = #"while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "$1" ]; do sleep 0.5; done; kill -9 "$2" 2>/dev/null"#
@@ -65,13 +65,7 @@ extension MosquittoBroker {
             guardian.standardInput = FileHandle.nullDevice
             guardian.standardOutput = FileHandle.nullDevice
             guardian.standardError = FileHandle.nullDevice
-            do {
-                try guardian.run()
-            } catch {
-                Glibc.kill(process.processIdentifier, SIGKILL)
-                _ = waitForExit(within: .seconds(5))
-                throw error
-            }
+            try Self.spawnWithSignalsUnblocked(guardian) // on failure, deinit kills the child
             self.guardian = guardian
         }
 
@@ -108,10 +102,34 @@ extension MosquittoBroker {
             }
         }
 
+        /// Foundation's `Process` spawns with the calling thread's signal mask, and test code runs on
+        /// Dispatch worker threads that block almost every signal: the child would inherit a
+        /// blocked SIGTERM (mosquitto then never logs "terminating" and only SIGKILL ends it).
+        /// So spawn from a short-lived thread whose mask is empty.
+        private static func spawnWithSignalsUnblocked(_ process: Process) throws {
+            final class Outcome: @unchecked Sendable {
+                let process: Process
+                var error: (any Error)?
+                let done = DispatchSemaphore(value: 0)
+                init(_ process: Process) { self.process = process }
+            }
+            let outcome = Outcome(process)
+            let thread = Thread {
+                var none = sigset_t()
+                sigemptyset(&none)
+                pthread_sigmask(SIG_SETMASK, &none, nil)
+                do { try outcome.process.run() } catch { outcome.error = error }
+                outcome.done.signal()
+            }
+            thread.start()
+            outcome.done.wait() // bounded: run() returns once posix_spawn has
+            if let error = outcome.error { throw error }
+        }
+
         private static func appendingHandle(_ url: URL?) throws -> FileHandle {
             guard let url else { return FileHandle.nullDevice }
             if !FileManager.default.fileExists(atPath: url.path) {
-                FileManager.default.createFile(atPath: url.path, contents: nil)
+                _ = FileManager.default.createFile(atPath: url.path, contents: nil)
             }
             let handle = try FileHandle(forWritingTo: url)
             handle.seekToEndOfFile()

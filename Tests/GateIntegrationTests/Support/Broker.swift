@@ -90,8 +90,9 @@ final class MosquittoBroker: @unchecked Sendable {
 
     init(_ security: Security = .plain) throws {
         self.security = security
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
         configFile = directory.appendingPathComponent("mosquitto.conf").path
         logFile = directory.appendingPathComponent("mosquitto.log").path
         outputFile = directory.appendingPathComponent("mosquitto.out").path
@@ -196,7 +197,7 @@ final class MosquittoBroker: @unchecked Sendable {
         // any local user can read it. Acceptable in this fixture, never in gate itself.
         switch credentials {
         case .brokerDefault:
-            if let (username, password) = defaultCredentials { arguments += ["-u", username, "-P", password] }
+            if let user = defaultCredentials { arguments += ["-u", user.username, "-P", user.password] }
         case .anonymous: break
         case .user(let username, let password): arguments += ["-u", username, "-P", password]
         }

@@ -13,7 +13,8 @@ import Glibc
 ///
 /// The simulator binds port 0 and the helper reads the port it got from the
 /// "listening on udp HOST:PORT" log line: no window in which another process could take a
-/// port chosen in advance. Its stderr goes to a file (never a pipe that could fill up and
+/// port chosen in advance. With `--fault udp-off` there is no such line: `listensOnUDP` is
+/// false and `udpPort` 0. With MQTT, `ready` means the broker acknowledged the subscription. Its stderr goes to a file (never a pipe that could fill up and
 /// stall it); its trigger log is a fresh file in a per-simulator temporary folder, removed
 /// together with the process in `deinit`.
 final class Simulator {
@@ -34,6 +35,7 @@ final class Simulator {
         let via: String
         let at: String
         let from: String?
+        let payload: String?
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -42,8 +44,12 @@ final class Simulator {
 
     let arguments: [String]
     /// The address to send triggers to, without brackets (`127.0.0.1`, `::1`).
+    /// Empty, and `udpPort` 0, when `--fault udp-off` left UDP out.
     let udpHost: String
     let udpPort: UInt16
+    var listensOnUDP: Bool { udpPort != 0 }
+    /// The MQTT client id (`esp32-sim-` + 8 hex digits) when MQTT is enabled.
+    let mqttClientID: String?
     /// `HOST:PORT` / `[HOST]:PORT`, as in the gate's configuration and the sim's log.
     var udpEndpoint: String { udpHost.contains(":") ? "[\(udpHost)]:\(udpPort)" : "\(udpHost):\(udpPort)" }
     let triggerLogPath: String
@@ -57,8 +63,13 @@ final class Simulator {
     private var termination: Termination?
 
     /// Starts `esp32-sim` with `--udp` (port 0 unless given), `--trigger-log` (a temp file)
-    /// and `extraArguments`, and returns once it printed `ready`.
-    init(_ extraArguments: [String] = [], udp: String = "127.0.0.1:0", readyTimeout: Duration = .seconds(10)) throws {
+    /// and `extraArguments`, and returns once it printed `ready`. `environment` is added to
+    /// the test's own (`ESP32_SIM_MQTT_PASSWORD` is passed only when given here). The
+    /// default timeout outlasts the simulator's own 10 s limit for the first MQTT connection.
+    init(
+        _ extraArguments: [String] = [], udp: String = "127.0.0.1:0", environment: [String: String] = [:],
+        readyTimeout: Duration = .seconds(15)
+    ) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("esp32-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -71,6 +82,7 @@ final class Simulator {
         process = Process()
         process.executableURL = try Self.binary()
         process.arguments = arguments
+        process.environment = Self.environment(adding: environment)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
@@ -87,13 +99,22 @@ final class Simulator {
             throw Failure(description: "esp32-sim \(arguments) did not print ready within \(readyTimeout); "
                 + "stdout: \(text.debugDescription), stderr:\n\(log)")
         }
-        // The "listening on" line is written before "ready", so it is in the file by now.
+        // The "listening on" and "connected" lines are written before "ready", so they are in the file by now.
         let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-        guard let line = log.split(separator: "\n").first(where: { $0.contains("listening on udp ") }),
+        let lines = log.split(separator: "\n")
+        mqttClientID = lines.lazy.compactMap { $0.firstMatch(of: /connected to MQTT broker \S+ as (esp32-sim-\S+)/) }
+            .first.map { String($0.1) }
+        if lines.contains(where: { $0.hasPrefix("esp32-sim: udp off") }) {
+            udpHost = ""
+            udpPort = 0
+            return
+        }
+        guard let line = lines.first(where: { $0.contains("listening on udp ") }),
               let colon = line.lastIndex(of: ":"),
               let port = UInt16(line[line.index(after: colon)...])
         else {
             Self.kill(process, exited: exited)
+            try? FileManager.default.removeItem(at: directory)
             throw Failure(description: "no \"listening on udp\" line in esp32-sim's stderr:\n\(log)")
         }
         var host = String(line[line.range(of: "listening on udp ")!.upperBound..<colon])
@@ -165,7 +186,7 @@ final class Simulator {
     }
 
     /// Runs `esp32-sim` with exactly `arguments` to completion (usage errors, `--help`).
-    static func run(_ arguments: [String], timeout: Duration = .seconds(10)) throws
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(15)) throws
         -> (termination: Termination, stdout: String, stderr: String)
     {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("esp32-sim-\(UUID().uuidString)")
@@ -177,6 +198,7 @@ final class Simulator {
         let process = Process()
         process.executableURL = try binary()
         process.arguments = arguments
+        process.environment = Self.environment(adding: environment)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
@@ -206,6 +228,13 @@ final class Simulator {
                 + "(swift build --product esp32-sim) or set ESP32_SIM_BINARY")
         }
         return candidate
+    }
+
+    /// The test's environment without a stray MQTT password, plus `extra`.
+    private static func environment(adding extra: [String: String]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["ESP32_SIM_MQTT_PASSWORD"] = nil
+        return environment.merging(extra) { $1 }
     }
 
     /// Reads stdout until the line `ready`, EOF or the deadline, waiting in poll(2) only.
@@ -248,4 +277,24 @@ private func dispatchDeadline(after timeout: Duration) -> DispatchTime {
 func freeUDPPort(host: String = "127.0.0.1") throws -> UInt16 {
     let probe = try UDPProbe(host: host, port: 9)
     return try probe.localPort()
+}
+
+/// True when a datagram to 127.0.0.1:`port` draws ICMP port unreachable (a connected UDP
+/// socket reports it as ECONNREFUSED), i.e. nothing listens there.
+func udpPortRefuses(_ port: UInt16) throws -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw UDPProbe.Failure("connect") }
+    var byte: UInt8 = 0x01
+    _ = send(fd, &byte, 1, 0)
+    var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    _ = poll(&pfd, 1, 2000)
+    return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) < 0 && errno == ECONNREFUSED
 }

@@ -1,0 +1,220 @@
+import Foundation
+import Testing
+
+private let triggerTopic = "iot/house/gate/esp32/trigger"
+private let statusTopic = "iot/house/gate/esp32/status"
+
+/// A gate configuration for a simulator behind a broker.
+private func mqttConfig(udpPort: UInt16?, broker: MosquittoBroker, username: String? = nil, caFile: String? = nil) throws -> TestConfig {
+    var text = ""
+    if let udpPort {
+        text += "[udp]\nhost = \"127.0.0.1\"\nport = \(udpPort)\n"
+    }
+    text += "[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\n"
+    if let caFile {
+        text += "tls = true\nca_file = \"\(caFile)\"\n"
+    }
+    if let username {
+        text += "username = \"\(username)\"\n"
+    }
+    return try TestConfig(text)
+}
+
+/// The simulator's MQTT options for a broker.
+private func simMQTT(_ broker: MosquittoBroker, username: String? = nil) -> [String] {
+    var arguments = ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)]
+    if let caFile = broker.caFile { arguments += ["--mqtt-tls-ca", caFile] }
+    if let username { arguments += ["--mqtt-username", username] }
+    return arguments
+}
+
+/// A `$CREDENTIALS_DIRECTORY` holding `mqtt-password`, as systemd makes it.
+private func credentialsDirectory(password: String) throws -> String {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gate-credentials-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    try (password + "\n").write(to: folder.appendingPathComponent("mqtt-password"), atomically: true, encoding: .utf8)
+    return folder.path
+}
+
+private func attempts(_ run: GateRun) throws -> [[String: Any]] {
+    try #require(try run.json()["attempts"] as? [[String: Any]])
+}
+
+/// The real `gate` against the real simulator through a real mosquitto broker.
+@Suite("gate open over MQTT through a real broker", .serialized)
+struct GateMQTTTests {
+    @Test("--via mqtt: a confirmed cycle through the broker, one activation")
+    func viaMQTT() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(simMQTT(broker))
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 0, "\(run.summary)")
+        let json = try run.json()
+        #expect(json["adapter"] as? String == "mqtt")
+        #expect((json["duration_ms"] as? Int ?? 0) >= 400)
+        let activations = try sim.activations()
+        #expect(activations.count == 1)
+        #expect(activations.first?.via == "mqtt")
+    }
+
+    @Test("Nothing listens on UDP: fallback to MQTT at once (ICMP port unreachable)")
+    func fallbackWhenUDPClosed() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(simMQTT(broker) + ["--fault", "udp-off"])
+        let config = try mqttConfig(udpPort: try freeUDPPort(), broker: broker)
+        let run = try GateRunner.run(["open", "--json", "--config", config.path])
+        #expect(run.status == 0, "\(run.summary)")
+        let tried = try attempts(run)
+        #expect(tried.map { $0["adapter"] as? String } == ["udp", "mqtt"])
+        #expect(tried[0]["outcome"] as? String == "unreachable")
+        #expect((tried[0]["duration_ms"] as? Int ?? 9999) < 2000, "the refusal must not wait for the UDP budget")
+        #expect(tried[1]["outcome"] as? String == "success")
+        #expect(try run.json()["adapter"] as? String == "mqtt")
+        #expect(try sim.activations().map(\.via) == ["mqtt"])
+    }
+
+    @Test("UDP silent: fallback to MQTT after the 2 s budget")
+    func fallbackWhenUDPSilent() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(simMQTT(broker) + ["--fault", "udp:silent"])
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let run = try GateRunner.run(["open", "--json", "--config", config.path])
+        #expect(run.status == 0, "\(run.summary)")
+        let tried = try attempts(run)
+        #expect(tried[0]["outcome"] as? String == "no_answer")
+        #expect((tried[0]["duration_ms"] as? Int ?? 0) >= 2000)
+        #expect(tried[1]["outcome"] as? String == "success")
+    }
+
+    @Test("A retained stale 1 with a silent device: exit 69, neither success nor 124")
+    func retainedStaleStatus() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(simMQTT(broker) + ["--fault", "mqtt:silent"])
+        try broker.publish(topic: statusTopic, payload: "1", retained: true)
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 69, "\(run.summary)")
+        #expect(try run.json()["error"] as? String == "mqttConnectionFailed")
+        #expect(try attempts(run).first?["outcome"] as? String == "no_answer")
+    }
+
+    @Test("The ESP32 answers 1 the instant the trigger arrives: 20 openings in a row succeed")
+    func subscribeBeforePublish() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(simMQTT(broker) + ["--hold-ms", "20"])
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        for index in 0..<20 {
+            let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+            #expect(run.status == 0, "opening \(index): \(run.summary)")
+        }
+        #expect(try sim.activations().count == 20)
+    }
+
+    @Test("TLS with a CA made for the test, and a password from systemd credentials")
+    func tlsAndPassword() throws {
+        let broker = try MosquittoBroker(.tlsAndPassword(users: ["gate": "gate-pw-Tq9", "esp32": "esp32-pw-Zr4"]))
+        let sim = try Simulator(simMQTT(broker, username: "esp32"), environment: ["ESP32_SIM_MQTT_PASSWORD": "esp32-pw-Zr4"])
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker, username: "gate", caFile: broker.caFile)
+        let environment = GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": try credentialsDirectory(password: "gate-pw-Tq9")])
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        #expect(run.status == 0, "\(run.summary)")
+        #expect(!run.stdout.contains("gate-pw-Tq9") && !run.stderr.contains("gate-pw-Tq9"))
+    }
+
+    @Test("Wrong password: 69, the broker's words in the message")
+    func wrongPassword() throws {
+        let broker = try MosquittoBroker(.tlsAndPassword(users: ["gate": "right-pw", "esp32": "esp32-pw"]))
+        let config = try mqttConfig(udpPort: nil, broker: broker, username: "gate", caFile: broker.caFile)
+        let environment = GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": try credentialsDirectory(password: "wrong-pw")])
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        #expect(run.status == 69, "\(run.summary)")
+        let reason = try attempts(run).first?["reason"] as? String ?? ""
+        #expect(reason.lowercased().contains("not authori"), "\(reason)")
+        #expect(!run.stdout.contains("wrong-pw") && !run.stderr.contains("wrong-pw"))
+    }
+
+    @Test("Wrong CA: 69, the certificate problem in the message")
+    func wrongCA() throws {
+        let broker = try MosquittoBroker(.tls)
+        let otherCA = try MosquittoBroker.makeUnrelatedCA(in: broker.directory)
+        let config = try mqttConfig(udpPort: nil, broker: broker, caFile: otherCA)
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 69, "\(run.summary)")
+        let reason = try attempts(run).first?["reason"] as? String ?? ""
+        #expect(reason.contains("certificate verify failed"), "\(reason)")
+    }
+
+    @Test("TLS to a plaintext broker: 69 well before the budget, OpenSSL's words in the message")
+    func tlsToPlaintext() throws {
+        let broker = try MosquittoBroker(.plain)
+        let tlsBroker = try MosquittoBroker(.tls)
+        let config = try TestConfig("[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\ntls = true\nca_file = \"\(tlsBroker.caFile!)\"\n")
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 69, "\(run.summary)")
+        let attempt = try #require(try attempts(run).first)
+        #expect((attempt["reason"] as? String)?.contains("OpenSSL") == true, "\(attempt)")
+        #expect((attempt["duration_ms"] as? Int ?? 9999) < 5000, "must not wait for the whole budget")
+    }
+
+    @Test("Plaintext to a TLS broker: 69 with the reason")
+    func plaintextToTLS() throws {
+        let broker = try MosquittoBroker(.tls)
+        let config = try mqttConfig(udpPort: nil, broker: broker)
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 69, "\(run.summary)")
+        let attempt = try #require(try attempts(run).first)
+        #expect((attempt["reason"] as? String)?.contains("127.0.0.1:\(broker.port)") == true, "\(attempt)")
+    }
+
+    @Test("Broker down: 69 at once, connection refused in the message")
+    func brokerDown() throws {
+        let broker = try MosquittoBroker(.plain)
+        let config = try mqttConfig(udpPort: nil, broker: broker)
+        broker.stop()
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 69, "\(run.summary)")
+        let reason = try attempts(run).first?["reason"] as? String ?? ""
+        #expect(reason.contains("Connection refused"), "\(reason)")
+        #expect(reason.contains("127.0.0.1:\(broker.port)"))
+    }
+
+    @Test("A username without a password: --via mqtt is 78 with the how-to")
+    func missingPasswordForced() throws {
+        let broker = try MosquittoBroker(.password(users: ["gate": "pw"]))
+        let config = try mqttConfig(udpPort: nil, broker: broker, username: "gate")
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 78, "\(run.summary)")
+        #expect((try run.json()["message"] as? String)?.contains("mqtt-password") == true)
+    }
+
+    @Test("A username without a password does not disturb an opening that UDP completes")
+    func missingPasswordAuto() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(simMQTT(broker))
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker, username: "gate")
+        let run = try GateRunner.run(["open", "--json", "--config", config.path])
+        #expect(run.status == 0, "\(run.summary)")
+        #expect(try run.json()["adapter"] as? String == "udp")
+    }
+
+    @Test("The ESP32 answered over UDP: never a trigger on MQTT afterwards", arguments: [
+        ("no-release", 124), ("garbage", 76),
+    ])
+    func neverTwiceAfterUDPAnswer(fault: String, status: Int) throws {
+        let broker = try MosquittoBroker(.plain)
+        let recorder = try MQTTRecorder(broker)
+        let sim = try Simulator(simMQTT(broker) + ["--fault", "udp:\(fault)"])
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let run = try GateRunner.run(["open", "--json", "--config", config.path])
+        #expect(run.status == Int32(status), "\(run.summary)")
+        // Give a stray publish time to reach the broker before concluding there was none.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(recorder.messages(topic: triggerTopic).isEmpty, "the broker saw a trigger: \(recorder.messages(topic: triggerTopic))")
+        #expect(try sim.activations().map(\.via) == ["udp"])
+        let tried = try attempts(run)
+        #expect(tried.map { $0["adapter"] as? String } == ["udp", "mqtt"])
+        #expect(tried.last?["outcome"] as? String == "skipped")
+        #expect((tried.last?["reason"] as? String)?.contains("second trigger") == true)
+    }
+}

@@ -1,0 +1,156 @@
+import ArgumentParser
+import Glibc
+import Logging
+
+extension SimulatorCommand {
+    /// How long the first MQTT connection may take, CONNACK and SUBACK included.
+    static let mqttStartupLimit: Duration = .seconds(10)
+
+    func run() throws {
+        // First, before anything can start a thread (see SignalWaiter): the UDP receive
+        // thread, libmosquitto's network thread and the relay's task threads all inherit
+        // the blocked signals from this one.
+        let signals = SignalWaiter([SIGINT, SIGTERM])
+
+        let level: Logger.Level = verbose ? .debug : .info
+        LoggingSystem.bootstrap { _ in StderrLogHandler(level: level) }
+        let logger = Logger(label: "esp32-sim")
+
+        let triggerLog: TriggerLog?
+        do {
+            triggerLog = try triggerLogPath.map { path throws(SystemError) in try TriggerLog(path: path) }
+        } catch {
+            logger.error("cannot open trigger log: \(error)")
+            throw ExitCode.failure
+        }
+
+        // validate() has already accepted the faults and the --udp text.
+        let faults = try Faults(fault)
+        let relay = Relay(hold: .milliseconds(holdMilliseconds), faults: faults, triggerLog: triggerLog, logger: logger)
+
+        // Bound first, so that a port in use fails before any broker is bothered; the
+        // receive thread starts only once MQTT is up, so that no UDP-triggered status
+        // report is published before the device is connected.
+        var udpTransport: UDPTransport?
+        if faults.isOff(.udp) {
+            logger.info("udp off (fault udp-off): nothing listens on \(udp)")
+        } else {
+            do {
+                let transport = try UDPTransport(bindingTo: SocketAddress(endpoint: udp)!, relay: relay, logger: logger)
+                logger.info("listening on udp \(transport.localAddress)")
+                udpTransport = transport
+            } catch {
+                logger.error("cannot listen on udp \(udp): \(error)")
+                throw ExitCode.failure
+            }
+        }
+
+        var mqttTransport: MQTTTransport?
+        if let settings = mqttSettings(faults: faults) {
+            let transport = try startMQTT(settings, relay: relay, logger: logger)
+            mqttTransport = transport
+            if case .signalled(let number) = try awaitSubscription(transport, signals: signals, logger: logger) {
+                logger.info("stopping (\(signalName(number))) before ready")
+                transport.stop()
+                return
+            }
+        } else if let mqttHost {
+            logger.info("mqtt off (fault mqtt-off): not connecting to \(mqttHost)")
+        }
+
+        do {
+            try udpTransport?.start()
+        } catch {
+            logger.error("cannot listen on udp \(udp): \(error)")
+            mqttTransport?.abandon()
+            throw ExitCode.failure
+        }
+
+        let logNote = triggerLog.map { ", trigger log \($0.path)" } ?? ""
+        let running = (udpTransport == nil ? [] : [Transport.udp]) + (mqttTransport == nil ? [] : [.mqtt])
+        logger.info("hold \(holdMilliseconds) ms, fault \(faults.description(of: running))\(logNote)")
+        print("ready")
+        // stdout is a pipe in tests and scripts, where print() is block-buffered.
+        fflush(nil)
+
+        let received = signals.wait()
+        logger.info("stopping (\(signalName(received)))")
+        udpTransport?.stop()
+        mqttTransport?.stop()
+        if relay.isHeld {
+            logger.info("relay was held; its release is not reported")
+        }
+    }
+
+    private func startMQTT(_ settings: MQTTSettings, relay: Relay, logger: Logger) throws -> MQTTTransport {
+        if settings.password != nil && settings.username == nil {
+            logger.warning("$\(MQTTSettings.passwordVariable) is set but --mqtt-username is not; connecting without credentials")
+        }
+        if let caFile = settings.caFile, access(caFile, R_OK) != 0 {
+            logger.error("--mqtt-tls-ca: \(SystemError("cannot read \(caFile)"))")
+            throw ExitCode.failure
+        }
+        let transport: MQTTTransport
+        do {
+            transport = try MQTTTransport(settings: settings, relay: relay, logger: logger)
+        } catch {
+            logger.error("cannot set up the MQTT client for \(settings.broker): \(error)")
+            throw ExitCode.failure
+        }
+        // Registered before connecting, so that no relay change can go unpublished.
+        relay.addObserver(on: .mqtt) { report in transport.publish(report) }
+        let tls = settings.caFile == nil ? "" : " with TLS"
+        let user = settings.username.map { " as user \($0)" } ?? ""
+        logger.info("connecting to MQTT broker \(settings.broker)\(tls)\(user)")
+        if settings.caFile != nil,
+           let failure = tcpConnectFailure(host: settings.host, port: settings.port, timeout: Self.mqttStartupLimit)
+        {
+            logger.error("cannot connect to MQTT broker \(settings.broker): \(failure)")
+            transport.abandon()
+            throw ExitCode.failure
+        }
+        do {
+            try transport.start()
+        } catch {
+            let detail = transport.lastLibraryError.map { " (library: \($0))" } ?? ""
+            logger.error("cannot connect to MQTT broker \(settings.broker): \(error)\(detail)")
+            transport.abandon()
+            throw ExitCode.failure
+        }
+        return transport
+    }
+
+    private enum SubscriptionWait {
+        case subscribed
+        case signalled(Int32)
+    }
+
+    /// Waits for the first SUBACK, in short slices so that SIGINT/SIGTERM still stop the
+    /// device at once while the broker takes its time. Exits with status 1 on failure.
+    private func awaitSubscription(
+        _ transport: MQTTTransport, signals: SignalWaiter, logger: Logger
+    ) throws -> SubscriptionWait {
+        let deadline = ContinuousClock.now + Self.mqttStartupLimit
+        while true {
+            let failure: String
+            switch transport.startup {
+            case .subscribed:
+                return .subscribed
+            case .failed(let message):
+                failure = message
+            case .pending:
+                guard ContinuousClock.now < deadline else {
+                    failure = transport.startupTimeoutReason(after: Self.mqttStartupLimit)
+                    break
+                }
+                if let number = signals.wait(timeout: .milliseconds(20)) {
+                    return .signalled(number)
+                }
+                continue
+            }
+            logger.error("\(failure)")
+            transport.abandon()
+            throw ExitCode.failure
+        }
+    }
+}
