@@ -73,7 +73,7 @@ public struct Opener: Sendable {
                 switch action {
                 case .startAdapter(let kind, let deadline):
                     logger.info("trying adapter", metadata: ["adapter": "\(kind)"])
-                    let attempt = adapter(for: kind, udpTarget: udpTarget).attempt(deadline: deadline)
+                    let attempt = Self.guarded(adapter(for: kind, udpTarget: udpTarget).attempt(deadline: deadline), deadline: deadline)
                     running = (kind, attempt, attempt.events.makeAsyncIterator(), deadline)
                 case .stopAdapter(let kind):
                     if let current = running, current.kind == kind {
@@ -118,6 +118,35 @@ public struct Opener: Sendable {
             logger.trace("adapter event", metadata: ["adapter": "\(current.kind)", "event": "\(delivered)"])
             pending = machine.handle(.adapter(current.kind, delivered, at: now))
         }
+    }
+
+    /// How long after its deadline an adapter may still report before the opener
+    /// decides without it. Adapters report their own deadline with better words
+    /// (which phase it caught); this is the net for one stuck in a blocking call.
+    static let deadlineGrace = Duration.milliseconds(250)
+
+    /// The adapter's events, ended by the opener's own timer if the adapter has not
+    /// finished shortly after its deadline: no adapter can hold an opening past its budget.
+    static func guarded(_ attempt: AdapterAttempt, deadline: MonotonicInstant) -> AdapterAttempt {
+        let (stream, continuation) = AsyncStream.makeStream(of: AdapterEvent.self, bufferingPolicy: .unbounded)
+        let forward = Task {
+            for await event in attempt.events {
+                continuation.yield(event)
+            }
+            continuation.finish()
+        }
+        let timer = Task {
+            let remaining = (deadline + deadlineGrace).duration(since: MonotonicClock.now())
+            try? await Task.sleep(for: remaining)
+            guard !Task.isCancelled else { return }
+            continuation.yield(.deadlineReached)
+            continuation.finish()
+        }
+        return AdapterAttempt(events: stream, cancel: {
+            forward.cancel()
+            timer.cancel()
+            attempt.cancel()
+        })
     }
 
     private func adapter(for kind: AdapterKind, udpTarget: SocketAddress?) -> any GateAdapter {

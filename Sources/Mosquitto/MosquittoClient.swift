@@ -84,10 +84,16 @@ public final class MosquittoClient: @unchecked Sendable {
         try check("mosquitto_reconnect_delay_set", mosquitto_reconnect_delay_set(handle, minimum, maximum, true))
     }
 
-    /// Starts connecting; CONNACK arrives later as `.connected`. Resolves the host
-    /// name with a blocking lookup: call it off Swift's cooperative thread pool.
+    /// Connects (DNS, TCP, TLS handshake) and sends CONNECT, blocking until that is
+    /// done or has failed; CONNACK arrives later as `.connected`. Call it from a
+    /// thread of your own, never from Swift's cooperative pool.
+    ///
+    /// Blocking on purpose: with libmosquitto 2.0.11, `mosquitto_connect_async`
+    /// over TLS to a port where nothing listens reports nothing and spins its
+    /// thread (eclipse-mosquitto#2421, #2594), and TLS handshake failures in the
+    /// loop only reach the log. A blocking connect reports both at once.
     public func connect(host: String, port: Int32, keepAlive: Int32 = 60) throws(MosquittoError) {
-        try check("mosquitto_connect", mosquitto_connect_async(handle, host, port, keepAlive))
+        try check("mosquitto_connect", mosquitto_connect(handle, host, port, keepAlive))
     }
 
     /// Starts libmosquitto's network thread, which also reconnects after a loss.

@@ -167,6 +167,31 @@ struct GateMQTTTests {
         #expect((attempt["reason"] as? String)?.contains("127.0.0.1:\(broker.port)") == true, "\(attempt)")
     }
 
+    @Test("A TLS broker that is down: 69 at once, connection refused (no spinning connect)")
+    func tlsBrokerDown() throws {
+        let broker = try MosquittoBroker(.tls)
+        let config = try mqttConfig(udpPort: nil, broker: broker, caFile: broker.caFile)
+        broker.stop()
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 69, "\(run.summary)")
+        let attempt = try #require(try attempts(run).first)
+        #expect((attempt["reason"] as? String)?.contains("Connection refused") == true, "\(attempt)")
+        #expect((attempt["duration_ms"] as? Int ?? 9999) < 5000)
+    }
+
+    @Test("A broker that accepts TCP but never answers: the budget still ends the opening", arguments: [true, false])
+    func silentBroker(tls: Bool) throws {
+        let silent = try SilentTCPListener()
+        let caFile = tls ? try MosquittoBroker.makeUnrelatedCA(in: URL(fileURLWithPath: NSTemporaryDirectory())) : nil
+        var text = "[mqtt]\nhost = \"127.0.0.1\"\nport = \(silent.port)\ntimeout = 1.0\n"
+        if let caFile { text += "tls = true\nca_file = \"\(caFile)\"\n" }
+        let config = try TestConfig(text)
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], timeout: .seconds(20))
+        #expect(run.status == 69, "\(run.summary)")
+        let json = try run.json()
+        #expect((json["duration_ms"] as? Int ?? 0) >= 1000)
+    }
+
     @Test("Broker down: 69 at once, connection refused in the message")
     func brokerDown() throws {
         let broker = try MosquittoBroker(.plain)

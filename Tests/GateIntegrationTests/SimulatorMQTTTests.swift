@@ -297,34 +297,6 @@ private final class StatusWatcher {
     }
 }
 
-/// A TCP port on 127.0.0.1 whose connections the kernel completes but nobody ever reads:
-/// a broker that never sends CONNACK.
-private final class SilentTCPListener {
-    let port: UInt16
-    private let fd: Int32
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else {
-            close(fd)
-            throw UDPProbe.Failure("silent listener")
-        }
-        self.fd = fd
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    deinit { close(fd) }
-}
-
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
 private func waitFor(within timeout: Duration, _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + timeout
