@@ -15,10 +15,10 @@ let package = Package(
     targets: [
         // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
         .target(name: "GateCore"),
-        // libmosquitto, the MQTT client library (Debian: libmosquitto-dev).
+        // libmosquitto's header (Debian: libmosquitto-dev). Not linked: loaded with
+        // dlopen on first use (see shim.h), so no pkgConfig here, which would add -lmosquitto.
         .systemLibrary(
             name: "CMosquitto",
-            pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.

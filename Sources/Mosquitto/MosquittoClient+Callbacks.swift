@@ -14,24 +14,24 @@ final class CallbackContext: Sendable {
     }
 
     /// Registers C trampolines; they capture nothing, as C function pointers must.
-    static func install(on handle: OpaquePointer) {
-        mosquitto_connect_callback_set(handle) { _, user, code in
+    static func install(on handle: OpaquePointer, api: MosquittoAPI) {
+        api.connect_callback_set(handle) { _, user, code in
             CallbackContext.from(user)?.handler(.connected(code: code))
         }
-        mosquitto_disconnect_callback_set(handle) { _, user, code in
+        api.disconnect_callback_set(handle) { _, user, code in
             CallbackContext.from(user)?.handler(.disconnected(code: code))
         }
-        mosquitto_subscribe_callback_set(handle) { _, user, messageID, count, granted in
+        api.subscribe_callback_set(handle) { _, user, messageID, count, granted in
             var qos: [Int32] = []
             if let granted, count > 0 {
                 qos = Array(UnsafeBufferPointer(start: granted, count: Int(count)))
             }
             CallbackContext.from(user)?.handler(.subscribed(messageID: messageID, grantedQoS: qos))
         }
-        mosquitto_publish_callback_set(handle) { _, user, messageID in
+        api.publish_callback_set(handle) { _, user, messageID in
             CallbackContext.from(user)?.handler(.published(messageID: messageID))
         }
-        mosquitto_message_callback_set(handle) { _, user, message in
+        api.message_callback_set(handle) { _, user, message in
             guard let message, let context = CallbackContext.from(user) else { return }
             let topic = message.pointee.topic.map { String(cString: $0) } ?? ""
             var payload: [UInt8] = []
@@ -40,7 +40,7 @@ final class CallbackContext: Sendable {
             }
             context.handler(.message(topic: topic, payload: payload, retained: message.pointee.retain))
         }
-        mosquitto_log_callback_set(handle) { _, user, level, text in
+        api.log_callback_set(handle) { _, user, level, text in
             guard let text, let context = CallbackContext.from(user) else { return }
             context.handler(.log(level: level, text: String(cString: text)))
         }

@@ -20,6 +20,7 @@ public final class MosquittoClient: @unchecked Sendable {
         }
     }
 
+    private let api: MosquittoAPI
     private let handle: OpaquePointer
     private let context: Unmanaged<CallbackContext>
     private let loopRunning = Mutex(false)
@@ -29,25 +30,26 @@ public final class MosquittoClient: @unchecked Sendable {
     ///   - clientID: sent to the broker; clean session.
     ///   - handler: called on libmosquitto's thread for every event; must not block.
     public init(clientID: String, handler: @escaping @Sendable (MosquittoEvent) -> Void) throws(MosquittoError) {
-        MosquittoLibrary.initializeOnce()
+        let api = try MosquittoLibrary.api()
         let context = Unmanaged.passRetained(CallbackContext(handler: handler))
-        guard let handle = mosquitto_new(clientID, true, context.toOpaque()) else {
+        guard let handle = api.new(clientID, true, context.toOpaque()) else {
             context.release()
             throw MosquittoError(call: "mosquitto_new", code: gate_mosq_err_errno())
         }
+        self.api = api
         self.handle = handle
         self.context = context
         self.clientID = clientID
-        CallbackContext.install(on: handle)
+        CallbackContext.install(on: handle, api: api)
     }
 
     deinit {
         let running = loopRunning.withLock { $0 }
         if running {
-            mosquitto_disconnect(handle)
-            mosquitto_loop_stop(handle, true)
+            _ = api.disconnect(handle)
+            _ = api.loop_stop(handle, true)
         }
-        mosquitto_destroy(handle)
+        api.destroy(handle)
         context.release()
     }
 
@@ -58,11 +60,11 @@ public final class MosquittoClient: @unchecked Sendable {
         if var password {
             password.append(0)
             code = password.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { mosquitto_username_pw_set(handle, username, $0.baseAddress) }
+                buffer.withMemoryRebound(to: CChar.self) { api.username_pw_set(handle, username, $0.baseAddress) }
             }
             for index in password.indices { password[index] = 0 }
         } else {
-            code = mosquitto_username_pw_set(handle, username, nil)
+            code = api.username_pw_set(handle, username, nil)
         }
         try check("mosquitto_username_pw_set", code)
     }
@@ -70,18 +72,18 @@ public final class MosquittoClient: @unchecked Sendable {
     /// TLS with the peer's certificate and host name always verified.
     public func enableTLS(_ tls: TLS) throws(MosquittoError) {
         if let caFile = tls.caFile {
-            try check("mosquitto_tls_set", mosquitto_tls_set(handle, caFile, nil, nil, nil, nil))
+            try check("mosquitto_tls_set", api.tls_set(handle, caFile, nil, nil, nil, nil))
         } else {
-            try check("mosquitto_int_option(TLS_USE_OS_CERTS)", mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1))
+            try check("mosquitto_int_option(TLS_USE_OS_CERTS)", api.int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1))
         }
         // 1 = SSL_VERIFY_PEER; never insecure: the host name is checked against the certificate.
-        try check("mosquitto_tls_opts_set", mosquitto_tls_opts_set(handle, 1, nil, nil))
-        try check("mosquitto_tls_insecure_set", mosquitto_tls_insecure_set(handle, false))
+        try check("mosquitto_tls_opts_set", api.tls_opts_set(handle, 1, nil, nil))
+        try check("mosquitto_tls_insecure_set", api.tls_insecure_set(handle, false))
     }
 
     /// Backoff between automatic reconnections of the loop thread.
     public func setReconnectDelay(minimum: UInt32, maximum: UInt32) throws(MosquittoError) {
-        try check("mosquitto_reconnect_delay_set", mosquitto_reconnect_delay_set(handle, minimum, maximum, true))
+        try check("mosquitto_reconnect_delay_set", api.reconnect_delay_set(handle, minimum, maximum, true))
     }
 
     /// Connects (DNS, TCP, TLS handshake) and sends CONNECT, blocking until that is
@@ -93,12 +95,12 @@ public final class MosquittoClient: @unchecked Sendable {
     /// thread (eclipse-mosquitto#2421, #2594), and TLS handshake failures in the
     /// loop only reach the log. A blocking connect reports both at once.
     public func connect(host: String, port: Int32, keepAlive: Int32 = 60) throws(MosquittoError) {
-        try check("mosquitto_connect", mosquitto_connect(handle, host, port, keepAlive))
+        try check("mosquitto_connect", api.connect(handle, host, port, keepAlive))
     }
 
     /// Starts libmosquitto's network thread, which also reconnects after a loss.
     public func startLoop() throws(MosquittoError) {
-        try check("mosquitto_loop_start", mosquitto_loop_start(handle))
+        try check("mosquitto_loop_start", api.loop_start(handle))
         loopRunning.withLock { $0 = true }
     }
 
@@ -108,13 +110,13 @@ public final class MosquittoClient: @unchecked Sendable {
             defer { running = false }
             return running
         }
-        if running { mosquitto_loop_stop(handle, force) }
+        if running { _ = api.loop_stop(handle, force) }
     }
 
     @discardableResult
     public func subscribe(topic: String, qos: Int32 = 0) throws(MosquittoError) -> Int32 {
         var messageID: Int32 = 0
-        try check("mosquitto_subscribe", mosquitto_subscribe(handle, &messageID, topic, qos))
+        try check("mosquitto_subscribe", api.subscribe(handle, &messageID, topic, qos))
         return messageID
     }
 
@@ -122,14 +124,14 @@ public final class MosquittoClient: @unchecked Sendable {
     public func publish(topic: String, payload: [UInt8], qos: Int32 = 0, retain: Bool = false) throws(MosquittoError) -> Int32 {
         var messageID: Int32 = 0
         let code = payload.withUnsafeBytes { bytes in
-            mosquitto_publish(handle, &messageID, topic, Int32(bytes.count), bytes.baseAddress, qos, retain)
+            api.publish(handle, &messageID, topic, Int32(bytes.count), bytes.baseAddress, qos, retain)
         }
         try check("mosquitto_publish", code)
         return messageID
     }
 
     public func disconnect() {
-        mosquitto_disconnect(handle)
+        _ = api.disconnect(handle)
     }
 
     private func check(_ call: String, _ code: Int32) throws(MosquittoError) {
@@ -137,14 +139,43 @@ public final class MosquittoClient: @unchecked Sendable {
     }
 }
 
-/// `mosquitto_lib_init` exactly once per process.
+/// libmosquitto's functions, loaded on first use (see CMosquitto/shim.h), with
+/// `mosquitto_lib_init` run exactly once per process.
 public enum MosquittoLibrary {
-    private static let initialized: Bool = {
-        mosquitto_lib_init()
-        return true
+    private static let loaded: Result<MosquittoAPI, MosquittoError> = {
+        var table = gate_mosquitto_api()
+        if let failure = gate_mosquitto_load(&table) {
+            return .failure(MosquittoError(
+                call: "dlopen libmosquitto.so.1",
+                words: String(cString: failure) + " (MQTT needs the package libmosquitto1)"
+            ))
+        }
+        let api = MosquittoAPI(table)
+        _ = api.lib_init()
+        return .success(api)
     }()
 
-    public static func initializeOnce() {
-        _ = initialized
+    /// The loaded library, or why it cannot be loaded.
+    static func api() throws(MosquittoError) -> MosquittoAPI {
+        try loaded.get()
+    }
+}
+
+/// The table of libmosquitto functions, every entry present (checked when loaded).
+///
+/// `@unchecked Sendable`: it holds only C function pointers, filled once before
+/// it is shared and never changed after.
+@dynamicMemberLookup
+struct MosquittoAPI: @unchecked Sendable {
+    let table: gate_mosquitto_api
+
+    init(_ table: gate_mosquitto_api) {
+        self.table = table
+    }
+
+    /// `api.connect(...)` calls `mosquitto_connect`. Never nil: the loader fails
+    /// unless every entry was found.
+    subscript<Function>(dynamicMember keyPath: KeyPath<gate_mosquitto_api, Function?>) -> Function {
+        table[keyPath: keyPath]!
     }
 }

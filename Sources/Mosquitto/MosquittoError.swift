@@ -19,6 +19,13 @@ public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible
         self.words = MosquittoError.words(for: code)
     }
 
+    /// A failure outside libmosquitto's codes (the library could not be loaded).
+    public init(call: String, words: String) {
+        self.call = call
+        self.code = -1
+        self.words = words
+    }
+
     public var description: String { "\(call): \(words)" }
 
     public static func words(for code: Int32) -> String {
@@ -26,12 +33,14 @@ public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible
             let number = errno
             return strerror(number).map { String(cString: $0) } ?? "error \(number)"
         }
-        return mosquitto_strerror(code).map { String(cString: $0) } ?? "error \(code)"
+        guard let api = try? MosquittoLibrary.api(), let text = api.strerror(code) else { return "error \(code)" }
+        return String(cString: text)
     }
 
     /// The broker's words for a CONNACK code (5 is "not authorised").
     public static func connackWords(for code: Int32) -> String {
-        mosquitto_connack_string(code).map { String(cString: $0) } ?? "CONNACK \(code)"
+        guard let api = try? MosquittoLibrary.api(), let text = api.connack_string(code) else { return "CONNACK \(code)" }
+        return String(cString: text)
     }
 }
 
