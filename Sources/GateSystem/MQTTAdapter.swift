@@ -66,6 +66,8 @@ final class MQTTExchange: Sendable {
     let logger: Logger
     let continuation: AsyncStream<AdapterEvent>.Continuation
     let phase = Mutex(Phase.connecting)
+    /// CONNACK seen: told apart from the phase because SUBSCRIBE is sent before it.
+    let connackSeen = Mutex(false)
     /// The library's last error log line: TLS failures are only described there.
     let lastError = Mutex<String?>(nil)
     let client = Mutex<MosquittoClient?>(nil)
@@ -111,10 +113,17 @@ final class MQTTExchange: Sendable {
             client.withLock { $0 = mosquitto }
             logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(mosquitto.clientID)"])
             try mosquitto.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
+            // MQTT lets a client send packets right after CONNECT (3.1.1 §3.1.4): one round
+            // trip saved. The trigger still waits for the SUBACK.
+            let messageID = try mosquitto.subscribe(topic: config.statusTopic, qos: 0)
+            phase.withLock { phase in
+                if case .connecting = phase { phase = .subscribing(messageID: messageID) }
+            }
             try mosquitto.startLoop()
         } catch {
-            // A TLS failure happens inside connect on a fast link; its words are in the log.
-            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)"))
+            // A TLS failure happens inside connect; its words are in the log, and the log
+            // handler may already have reported it (fail reports once).
+            fail("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)")
             return
         }
         waitUntil(deadline, wake: wake)
@@ -122,8 +131,11 @@ final class MQTTExchange: Sendable {
             defer { phase = .over }
             return phase
         }
+        let connected = connackSeen.withLock { $0 }
         switch reached {
         case .connecting:
+            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
+        case .subscribing where !connected:
             continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
         case .subscribing:
             continuation.yield(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
@@ -162,10 +174,7 @@ final class MQTTExchange: Sendable {
             lastError.withLock { $0 = text }
             // A TLS handshake that fails inside the network loop is only logged: no
             // disconnect callback follows, and the loop would retry until the budget ends.
-            let connecting = phase.withLock { phase -> Bool in
-                if case .connecting = phase { return true }
-                return false
-            }
+            let connecting = !connackSeen.withLock { $0 }
             if connecting, level == MosquittoLogLevel.error {
                 fail("cannot reach MQTT broker at \(broker): \(text)")
             }
@@ -175,15 +184,8 @@ final class MQTTExchange: Sendable {
                 fail("MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))")
                 return
             }
+            connackSeen.withLock { $0 = true }
             logger.debug("connected", metadata: ["adapter": "mqtt", "broker": "\(broker)"])
-            do {
-                let messageID = try withClient { try $0.subscribe(topic: config.statusTopic, qos: 0) }
-                phase.withLock { phase in
-                    if case .connecting = phase { phase = .subscribing(messageID: messageID) }
-                }
-            } catch {
-                fail("cannot subscribe to \(config.statusTopic) at \(broker): \(error)")
-            }
 
         case .subscribed(let messageID, let granted):
             let expected = phase.withLock { phase -> Bool in
