@@ -26,22 +26,11 @@ public struct MQTTAdapter: GateAdapter {
     }
 
     public func attempt(deadline: MonotonicInstant) -> AdapterAttempt {
-        let (stream, continuation) = AsyncStream.makeStream(of: AdapterEvent.self, bufferingPolicy: .unbounded)
-        let wake: WakeSignal
-        do {
-            wake = try WakeSignal()
-        } catch {
-            continuation.yield(.unreachable("cannot prepare the MQTT exchange: \(error)"))
-            continuation.finish()
-            return AdapterAttempt(events: stream, cancel: {})
+        let (config, credentials, logger) = (self.config, self.credentials, self.logger)
+        return .onOwnThread("MQTT exchange") { continuation, wake in
+            MQTTExchange(config: config, credentials: credentials, logger: logger, continuation: continuation)
+                .run(deadline: deadline, wake: wake)
         }
-        continuation.onTermination = { _ in wake.signal() }
-        let exchange = MQTTExchange(config: config, credentials: credentials, logger: logger, continuation: continuation)
-        if let failure = OSThread.detach({ exchange.run(deadline: deadline, wake: wake) }) {
-            continuation.yield(.unreachable("cannot start the MQTT exchange: \(failure)"))
-            continuation.finish()
-        }
-        return AdapterAttempt(events: stream, cancel: { wake.signal() })
     }
 
     /// `gate-` plus 8 random hex digits (SPEC §1).
@@ -113,12 +102,9 @@ final class MQTTExchange: Sendable {
             client.withLock { $0 = mosquitto }
             logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(mosquitto.clientID)"])
             try mosquitto.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
-            // MQTT lets a client send packets right after CONNECT (3.1.1 §3.1.4): one round
-            // trip saved. The trigger still waits for the SUBACK.
-            let messageID = try mosquitto.subscribe(topic: config.statusTopic, qos: 0)
-            phase.withLock { phase in
-                if case .connecting = phase { phase = .subscribing(messageID: messageID) }
-            }
+            // SUBSCRIBE waits for the CONNACK although MQTT would allow it earlier: a broker
+            // that refuses the login closes the socket, and a SUBSCRIBE already in flight
+            // then fails with EPIPE before the CONNACK's "not authorised" is read.
             try mosquitto.startLoop()
         } catch {
             // A TLS failure happens inside connect; its words are in the log, and the log
@@ -186,6 +172,14 @@ final class MQTTExchange: Sendable {
             }
             connackSeen.withLock { $0 = true }
             logger.debug("connected", metadata: ["adapter": "mqtt", "broker": "\(broker)"])
+            do {
+                let messageID = try withClient { try $0.subscribe(topic: config.statusTopic, qos: 0) }
+                phase.withLock { phase in
+                    if case .connecting = phase { phase = .subscribing(messageID: messageID) }
+                }
+            } catch {
+                fail("cannot subscribe to \(config.statusTopic) at \(broker): \(error)")
+            }
 
         case .subscribed(let messageID, let granted):
             let expected = phase.withLock { phase -> Bool in

@@ -23,25 +23,10 @@ public struct UDPAdapter: GateAdapter {
     }
 
     public func attempt(deadline: MonotonicInstant) -> AdapterAttempt {
-        let (stream, continuation) = AsyncStream.makeStream(of: AdapterEvent.self, bufferingPolicy: .unbounded)
-        let wake: WakeSignal
-        do {
-            wake = try WakeSignal()
-        } catch {
-            continuation.yield(.unreachable("cannot prepare the UDP socket: \(error)"))
-            continuation.finish()
-            return AdapterAttempt(events: stream, cancel: {})
-        }
-        continuation.onTermination = { _ in wake.signal() }
-        let target = self.target
-        let logger = self.logger
-        if let failure = OSThread.detach({
+        let (target, logger) = (self.target, self.logger)
+        return .onOwnThread("UDP exchange") { continuation, wake in
             UDPExchange(target: target, deadline: deadline, wake: wake, logger: logger, continuation: continuation).run()
-        }) {
-            continuation.yield(.unreachable("cannot start the UDP exchange: \(failure)"))
-            continuation.finish()
         }
-        return AdapterAttempt(events: stream, cancel: { wake.signal() })
     }
 }
 
