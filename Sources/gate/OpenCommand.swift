@@ -15,9 +15,13 @@ struct OpenCommand: AsyncParsableCommand {
             On a terminal the state is shown live on one line; otherwise one line is \
             printed per state change. With --json exactly one JSON object is printed.
 
+            Only one opening runs at a time, whoever asks (shell, widget, daemon); for \
+            runtime.cooldown seconds after a cycle a new one is refused, so that a double \
+            press cannot reverse a toggle gate.
+
             Exit codes: 0 relay cycle confirmed; 64 bad command line; 69 no adapter \
             reached the ESP32 (or the adapter forced with --via failed); 75 another \
-            opening is in progress; 76 the ESP32 answered outside the protocol; \
+            opening is in progress, or the cooldown is running; 76 the ESP32 answered outside the protocol; \
             78 configuration missing or invalid; 124 relay activated but never released.
             """
     )
@@ -32,6 +36,9 @@ struct OpenCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Who asked, for logs and history (letters, digits, - and _).", valueName: "name"))
     var source = "cli"
+
+    @Flag(help: "Skip the cooldown after the last relay cycle. The lock is never skipped.")
+    var force = false
 
     func validate() throws {
         let allowed = source.utf8.allSatisfy { byte in
@@ -58,11 +65,30 @@ struct OpenCommand: AsyncParsableCommand {
             throw ExitCode(result.exitCode)
         }
 
+        let recorder: OpeningRecorder
+        let began = RuntimePaths.resolve().mapError { OpeningRecorder.Refusal.unavailable($0.message) }
+            .flatMap { OpeningRecorder.begin(paths: $0, source: source, runtime: config.runtime, force: force, logger: logger) }
+        switch began {
+        case .success(let taken):
+            recorder = taken
+        case .failure(let refusal):
+            let error: GateKeeperError
+            switch refusal {
+            case .inProgress, .cooldown: error = .operationInProgress
+            case .unavailable: error = .configurationMissing
+            }
+            let result = OpeningResult(error: error, adapter: nil, duration: .zero, attempts: [], message: refusal.message)
+            report(result, display: display, problems: [])
+            throw ExitCode(result.exitCode)
+        }
+
         let adapters = StandardAdapters.factory(credentials: StandardAdapters.credentials(), logger: logger)
         let opener = Opener(config: config, selection: via, logger: logger, makeAdapter: adapters)
         let outcome = await opener.open { state, adapter in
             display.show(state, adapter: adapter)
+            recorder.stateChanged(state, adapter: adapter)
         }
+        recorder.finished(outcome.result)
         report(outcome.result, display: display, problems: [])
         if outcome.result.exitCode != ExitStatus.success {
             throw ExitCode(outcome.result.exitCode)

@@ -40,10 +40,15 @@ enum GateRunner {
     /// reads the files it wrote.
     static func isolatedEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
-        for key in ["GATE_CONFIG", "XDG_CONFIG_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"] {
+        for key in ["GATE_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"] {
             environment[key] = nil
         }
-        environment["HOME"] = FileManager.default.temporaryDirectory.appendingPathComponent("gate-home-\(UUID().uuidString)").path
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-home-\(UUID().uuidString)")
+        environment["HOME"] = scratch.path
+        // Each run gets its own lock, status and history unless a test shares them on purpose.
+        environment["GATE_RUNTIME_DIR"] = scratch.appendingPathComponent("run").path
+        environment["GATE_STATE_DIR"] = scratch.appendingPathComponent("state").path
+        environment["XDG_RUNTIME_DIR"] = nil
         environment.merge(extra) { _, new in new }
         return environment
     }
@@ -73,8 +78,8 @@ final class RunningGate {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutURL = directory.appendingPathComponent("stdout")
         stderrURL = directory.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         process.executableURL = try GateRunner.binary()
         process.arguments = arguments
         process.environment = environment

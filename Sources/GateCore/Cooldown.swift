@@ -1,0 +1,60 @@
+/// The cooldown of SPEC §2: after a cycle ends, a new opening waits, so that a
+/// double press cannot stop or reverse a toggle-type gate.
+public enum Cooldown {
+    public enum Verdict: Sendable, Hashable {
+        case clear
+        /// Refused; this much is left.
+        case wait(Duration)
+    }
+
+    /// - Parameters:
+    ///   - lastEnd: when the last opening that sent a trigger ended (monotonic), if any.
+    public static func check(lastEnd: MonotonicInstant?, now: MonotonicInstant, cooldown: Duration) -> Verdict {
+        guard let lastEnd, cooldown > .zero else { return .clear }
+        let until = lastEnd + cooldown
+        // A lastEnd in the future means the clock origin changed (a reboot since):
+        // the old cycle is long over.
+        guard lastEnd <= now, now < until else { return .clear }
+        return .wait(until.duration(since: now))
+    }
+}
+
+/// Who holds the opening lock, as written into the lock file for the message
+/// of a refused opener (SPEC §6), and when the last opening ended (for the cooldown).
+public struct LockRecord: Sendable, Hashable, Codable {
+    public var pid: Int32?
+    public var source: String?
+    public var since: String?
+    /// CLOCK_MONOTONIC nanoseconds when the last opening that sent a trigger ended.
+    public var endedMonotonicNs: UInt64?
+
+    public init(pid: Int32?, source: String?, since: String?, endedMonotonicNs: UInt64?) {
+        self.pid = pid
+        self.source = source
+        self.since = since
+        self.endedMonotonicNs = endedMonotonicNs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case pid, source, since
+        case endedMonotonicNs = "ended_monotonic_ns"
+    }
+
+    public var json: JSONValue {
+        .object([
+            ("pid", pid.map { .int(Int64($0)) } ?? .null),
+            ("source", .string(source)),
+            ("since", .string(since)),
+            ("ended_monotonic_ns", endedMonotonicNs.map { .int(Int64(clamping: $0)) } ?? .null),
+        ])
+    }
+
+    /// `pid 1234 (cli) since 2026-11-21T10:00:00.123Z`, or what is known of it.
+    public var holderDescription: String {
+        var words: [String] = []
+        if let pid { words.append("pid \(pid)") }
+        if let source { words.append("(\(source))") }
+        if let since { words.append("since \(since)") }
+        return words.isEmpty ? "another process" : words.joined(separator: " ")
+    }
+}

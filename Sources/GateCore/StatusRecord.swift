@@ -1,0 +1,138 @@
+/// The content of `status.json` (SPEC §6): the gate's state as every reader sees it.
+public struct StatusRecord: Sendable, Hashable, Codable {
+    /// The outcome of the last finished opening, as the status file and widgets show it.
+    public enum LastOutcome: String, Sendable, Hashable, Codable {
+        case success
+        case timeout
+        case error
+        /// The opener died mid-cycle (killed, crashed): nobody knows what the relay did.
+        case interrupted
+    }
+
+    public struct Last: Sendable, Hashable, Codable {
+        public var outcome: LastOutcome
+        public var error: String?
+        public var adapter: String?
+        public var durationMs: Int64?
+        public var finishedAt: String
+        public var source: String
+
+        public init(outcome: LastOutcome, error: String?, adapter: String?, durationMs: Int64?, finishedAt: String, source: String) {
+            self.outcome = outcome
+            self.error = error
+            self.adapter = adapter
+            self.durationMs = durationMs
+            self.finishedAt = finishedAt
+            self.source = source
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case outcome, error, adapter, source
+            case durationMs = "duration_ms"
+            case finishedAt = "finished_at"
+        }
+    }
+
+    public var state: GateState
+    /// ISO 8601 UTC with milliseconds.
+    public var since: String
+    public var source: String?
+    public var pid: Int32?
+    public var adapter: String?
+    /// When `timeout`/`error` turn back into `ready`.
+    public var resetAt: String?
+    public var last: Last?
+
+    public init(state: GateState, since: String, source: String?, pid: Int32?, adapter: String?, resetAt: String?, last: Last?) {
+        self.state = state
+        self.since = since
+        self.source = source
+        self.pid = pid
+        self.adapter = adapter
+        self.resetAt = resetAt
+        self.last = last
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case state, since, source, pid, adapter, last
+        case resetAt = "reset_at"
+    }
+
+    /// What a reader should show (SPEC §6): `timeout`/`error` past `reset_at` are
+    /// `ready`, and an opening whose lock is no longer held was interrupted.
+    ///
+    /// - Parameters:
+    ///   - now: the current time in the status file's format; ISO 8601 strings of one
+    ///     format compare in time order.
+    ///   - lockHeld: whether an opener holds the lock right now.
+    public func effective(now: String, lockHeld: Bool) -> StatusRecord {
+        var shown = self
+        switch state {
+        case .ready:
+            break
+        case .timeout, .error:
+            if let resetAt, now >= resetAt {
+                shown.state = .ready
+                shown.since = resetAt
+                shown.resetAt = nil
+                shown.adapter = nil
+            }
+        case .triggering, .waitingForRelayClose:
+            if !lockHeld {
+                shown.state = .ready
+                shown.last = Last(
+                    outcome: .interrupted, error: nil, adapter: adapter, durationMs: nil,
+                    finishedAt: since, source: source ?? "unknown"
+                )
+                shown.adapter = nil
+                shown.resetAt = nil
+            }
+        }
+        return shown
+    }
+
+    /// The object written to `status.json`, keys in the order of SPEC §6.
+    public var json: JSONValue {
+        .object([
+            ("state", .string(state.rawValue)),
+            ("since", .string(since)),
+            ("source", .string(source)),
+            ("pid", pid.map { .int(Int64($0)) } ?? .null),
+            ("adapter", .string(adapter)),
+            ("reset_at", .string(resetAt)),
+            ("last", last.map(\.json) ?? .null),
+        ])
+    }
+
+    /// The state when nothing has ever been written: ready, no history.
+    public static func initial(now: String) -> StatusRecord {
+        StatusRecord(state: .ready, since: now, source: nil, pid: nil, adapter: nil, resetAt: nil, last: nil)
+    }
+}
+
+extension StatusRecord.Last {
+    public var json: JSONValue {
+        .object([
+            ("outcome", .string(outcome.rawValue)),
+            ("error", .string(error)),
+            ("adapter", .string(adapter)),
+            ("duration_ms", durationMs.map { .int($0) } ?? .null),
+            ("finished_at", .string(finishedAt)),
+            ("source", .string(source)),
+        ])
+    }
+
+    /// The summary of a finished opening.
+    public init(result: OpeningResult, finishedAt: String, source: String) {
+        let outcome: StatusRecord.LastOutcome
+        switch result.outcome {
+        case .success: outcome = .success
+        case .timeout: outcome = .timeout
+        case .error: outcome = .error
+        }
+        self.init(
+            outcome: outcome, error: result.error?.rawValue, adapter: result.adapter?.rawValue,
+            durationMs: result.duration.milliseconds, finishedAt: finishedAt, source: source
+        )
+    }
+}

@@ -1,0 +1,134 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+import Logging
+
+/// Everything an opening leaves for others to see, from the lock taken at the
+/// start to the history line at the end (SPEC §2 cooldown, §6).
+///
+/// Holding one of these means holding the opening lock; it is released when the
+/// recorder is freed (or the process dies).
+public final class OpeningRecorder {
+    public enum Refusal: Error, Sendable {
+        /// Another opener holds the lock.
+        case inProgress(LockRecord?)
+        /// The cooldown after the last cycle is still running.
+        case cooldown(left: Duration)
+        /// The runtime folder or the lock cannot be used.
+        case unavailable(String)
+
+        public var message: String {
+            switch self {
+            case .inProgress(let holder):
+                return "another opening is in progress: \(holder?.holderDescription ?? "another process")"
+            case .cooldown(let left):
+                let tenths = (left.milliseconds + 99) / 100
+                return "cooldown after the last relay cycle: \(tenths / 10).\(tenths % 10) s left (use --force to skip it)"
+            case .unavailable(let why):
+                return why
+            }
+        }
+    }
+
+    let paths: RuntimePaths
+    let lock: OpeningLock
+    let source: String
+    let pid: Int32
+    let resetDelay: Double
+    let logger: Logger
+    /// The last finished opening before this one, shown until this one finishes.
+    let previousLast: StatusRecord.Last?
+
+    private init(paths: RuntimePaths, lock: OpeningLock, source: String, pid: Int32, resetDelay: Double, logger: Logger) {
+        self.paths = paths
+        self.lock = lock
+        self.source = source
+        self.pid = pid
+        self.resetDelay = resetDelay
+        self.logger = logger
+        self.previousLast = StatusFile.read(paths.statusFile)?.last
+    }
+
+    /// Takes the lock and checks the cooldown (unless `force`; the lock is never skipped).
+    public static func begin(
+        paths: RuntimePaths, source: String, runtime: RuntimeConfig, force: Bool, logger: Logger
+    ) -> Result<OpeningRecorder, Refusal> {
+        if case .failure(let error) = paths.prepare() {
+            return .failure(.unavailable(error.message))
+        }
+        let pid = getpid()
+        let acquisition: OpeningLock.Acquisition
+        switch OpeningLock.acquire(path: paths.lockFile, pid: pid, source: source, since: WallClock.iso8601()) {
+        case .success(let result): acquisition = result
+        case .failure(let error): return .failure(.unavailable("cannot take the opening lock: \(error)"))
+        }
+        switch acquisition {
+        case .held(let holder):
+            return .failure(.inProgress(holder))
+        case .acquired(let lock):
+            let lastEnd = lock.previous?.endedMonotonicNs.map(MonotonicInstant.init(nanoseconds:))
+            let verdict = Cooldown.check(lastEnd: lastEnd, now: MonotonicClock.now(), cooldown: .seconds(fromConfig: runtime.cooldown))
+            switch verdict {
+            case .wait(let left) where !force:
+                return .failure(.cooldown(left: left))
+            case .wait(let left):
+                logger.notice("cooldown skipped with --force", metadata: ["left_ms": "\(left.milliseconds)"])
+            case .clear:
+                break
+            }
+            return .success(OpeningRecorder(paths: paths, lock: lock, source: source, pid: pid, resetDelay: runtime.resetDelay, logger: logger))
+        }
+    }
+
+    /// Writes the in-progress states; the final one is written by `finished`.
+    public func stateChanged(_ state: GateState, adapter: AdapterKind?) {
+        switch state {
+        case .triggering, .waitingForRelayClose:
+            write(StatusRecord(
+                state: state, since: WallClock.iso8601(), source: source, pid: pid,
+                adapter: adapter?.rawValue, resetAt: nil, last: previousLast
+            ))
+        case .ready, .timeout, .error:
+            break
+        }
+    }
+
+    /// Final status, history line and, when a trigger may have left, the cooldown's start.
+    public func finished(_ result: OpeningResult) {
+        let nowNs = WallClock.nowNanoseconds()
+        let now = WallClock.iso8601(nanoseconds: nowNs)
+        let last = StatusRecord.Last(result: result, finishedAt: now, source: source)
+        let record: StatusRecord
+        switch result.outcome {
+        case .success:
+            record = StatusRecord(state: .ready, since: now, source: source, pid: pid, adapter: result.adapter?.rawValue, resetAt: nil, last: last)
+        case .timeout, .error:
+            let resetAt = WallClock.iso8601(nanoseconds: nowNs + Duration.seconds(fromConfig: resetDelay).nanosecondsClamped)
+            record = StatusRecord(
+                state: result.outcome == .timeout ? .timeout : .error, since: now, source: source, pid: pid,
+                adapter: result.adapter?.rawValue, resetAt: resetAt, last: last
+            )
+        }
+        write(record)
+        let entry = HistoryLog.Entry(
+            at: now, source: source, uid: getuid(), adapter: result.adapter?.rawValue,
+            outcome: result.outcome.rawValue, error: result.error?.rawValue, durationMs: result.duration.milliseconds
+        )
+        if let failure = HistoryLog.append(entry, to: paths.historyFile) {
+            logger.warning("cannot write the history", metadata: ["error": "\(failure)"])
+        }
+        // Any adapter that ran may have reached the ESP32: the cooldown protects a toggle gate.
+        if result.attempts.contains(where: { $0.outcome != .skipped && $0.outcome != .misconfigured }) {
+            lock.recordEnd(at: MonotonicClock.now())
+        }
+    }
+
+    private func write(_ record: StatusRecord) {
+        if let failure = StatusFile.write(record, to: paths.statusFile) {
+            // The lock is what keeps openings apart; a status that cannot be written only
+            // leaves widgets behind, so the opening goes on.
+            logger.warning("cannot write the status file", metadata: ["error": "\(failure)"])
+        }
+    }
+}
