@@ -1,0 +1,237 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+
+/// `gate status --watch`: the state at once, then one line per change, for as long
+/// as someone reads it (SPEC §3).
+///
+/// Changes come from inotify on the runtime folder, not on `status.json`: the file
+/// is replaced by rename, and a watch on the file would follow the old inode away.
+/// Two changes make no inotify event and are caught by a timer instead: a
+/// `timeout`/`error` reaching its `reset_at`, and an opener dying while busy (the flock
+/// goes with it; a close of its lock file does make an event, but a long-lived holder
+/// such as the daemon may keep the file open). Nothing is read while nothing happens.
+public final class StatusWatcher {
+    public enum End: Sendable, Equatable {
+        /// stdout's reader went away (EPIPE or a hung-up pipe): the panel closed.
+        case readerGone
+        case failed(SystemError)
+    }
+
+    /// How often a busy record is checked for a dead opener, and how often a missing
+    /// folder (or parent) is looked for again.
+    static let recheckMilliseconds: Int32 = 1000
+
+    let paths: RuntimePaths
+    let render: (StatusRecord) -> String
+    private var inotify: Int32 = -1
+    private var folderWatch: Int32 = -1
+    private var parentWatch: Int32 = -1
+    private var lastLine: String?
+    /// When the status file was first seen missing: a stable `since` for the initial
+    /// record, so that a JSON watcher does not print a new line on every wake-up.
+    private var missingSince: String?
+
+    public init(paths: RuntimePaths, render: @escaping (StatusRecord) -> String) {
+        self.paths = paths
+        self.render = render
+    }
+
+    deinit {
+        if inotify >= 0 { close(inotify) }
+    }
+
+    /// Blocks until the reader goes away (or inotify cannot be used at all).
+    public func run() -> End {
+        // A closed pipe must come back as EPIPE, not kill the process with status 141.
+        signal(SIGPIPE, SIG_IGN)
+        Self.unblockTerminatingSignals()
+        // inotify_init1's flags are anonymous enum constants in <sys/inotify.h>; these are
+        // IN_CLOEXEC (O_CLOEXEC, 0o2000000) and IN_NONBLOCK (O_NONBLOCK, 0o4000).
+        inotify = inotify_init1(Int32(O_CLOEXEC | O_NONBLOCK))
+        guard inotify >= 0 else { return .failed(SystemError("inotify_init1")) }
+        while true {
+            watchFolder()
+            let record = current()
+            let line = render(record)
+            if line != lastLine {
+                if let end = emit(line) { return end }
+                lastLine = line
+            }
+            if let end = wait(milliseconds: wakeAfter(record)) { return end }
+        }
+    }
+
+    // MARK: state
+
+    /// The effective record (SPEC §6); ready when there is no status file.
+    private func current() -> StatusRecord {
+        let now = WallClock.iso8601()
+        guard let record = StatusFile.read(paths.statusFile) else {
+            if missingSince == nil { missingSince = now }
+            return .initial(now: missingSince ?? now)
+        }
+        missingSince = nil
+        return record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile))
+    }
+
+    /// The poll timeout in milliseconds: until `reset_at`; every second while busy, or
+    /// while neither the folder nor its parent can be watched; else none (-1).
+    private func wakeAfter(_ record: StatusRecord) -> Int32 {
+        var timeout: Int32 = -1
+        func atMost(_ milliseconds: Int32) {
+            timeout = timeout < 0 ? milliseconds : min(timeout, milliseconds)
+        }
+        switch record.state {
+        case .triggering, .waitingForRelayClose:
+            atMost(Self.recheckMilliseconds)
+        case .timeout, .error:
+            // Without a reset time a failure stays as it is until the file changes.
+            if let resetAt = record.resetAt.flatMap(StatusClock.epochMilliseconds) {
+                let left = resetAt - WallClock.nowNanoseconds() / 1_000_000
+                // A few milliseconds late, so that `now >= reset_at` holds on waking.
+                atMost(Int32(clamping: max(1, left + 5)))
+            }
+        case .ready:
+            break
+        }
+        if folderWatch < 0 && parentWatch < 0 { atMost(Self.recheckMilliseconds) }
+        return timeout
+    }
+
+    // MARK: output
+
+    /// Writes the line with write(2): nothing waits in a buffer while the panel does.
+    private func emit(_ line: String) -> End? {
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                return code == EPIPE ? .readerGone : .failed(SystemError("write to standard output", code: code))
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    // MARK: inotify
+
+    private static let folderEvents = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
+    private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+    /// Watches the runtime folder; while it does not exist, its parent, to see it come
+    /// back (or, with no parent either, the one-second timer).
+    private func watchFolder() {
+        guard folderWatch < 0 else { return }
+        let watch = inotify_add_watch(inotify, paths.runtimeDirectory, Self.folderEvents | UInt32(IN_ONLYDIR))
+        if watch >= 0 {
+            folderWatch = watch
+            if parentWatch >= 0 {
+                inotify_rm_watch(inotify, parentWatch)
+                parentWatch = -1
+            }
+            return
+        }
+        if parentWatch < 0 {
+            let watch = inotify_add_watch(inotify, Self.parent(of: paths.runtimeDirectory), Self.parentEvents)
+            if watch >= 0 {
+                parentWatch = watch
+                // The folder may have appeared between the two calls.
+                watchFolder()
+            }
+        }
+    }
+
+    /// Waits for a relevant event, the timeout (-1: none), or the reader hanging up.
+    /// Events about other files (the status writer's temporary files) do not end the wait.
+    private func wait(milliseconds: Int32) -> End? {
+        let deadline = milliseconds < 0 ? nil : MonotonicClock.now() + .milliseconds(milliseconds)
+        var fds = [
+            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+            // No events asked: poll still reports POLLERR when a pipe's reader closed it.
+            pollfd(fd: STDOUT_FILENO, events: 0, revents: 0),
+        ]
+        while true {
+            let left = deadline.map { Int32(clamping: $0.duration(since: MonotonicClock.now()).milliseconds) } ?? -1
+            let ready = poll(&fds, nfds_t(fds.count), left)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return .failed(SystemError("poll"))
+            }
+            if ready == 0 { return nil }
+            if fds[1].revents & Int16(POLLERR | POLLHUP) != 0 { return .readerGone }
+            if fds[0].revents & Int16(POLLIN) != 0, drainEvents() { return nil }
+        }
+    }
+
+    /// Reads every queued event; true when one of them may change what is shown.
+    private func drainEvents() -> Bool {
+        let headerSize = 16  // struct inotify_event without its name: wd, mask, cookie, len
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var relevant = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return relevant }
+            var offset = 0
+            while offset + headerSize <= count {
+                let (watch, mask, nameLength) = buffer.withUnsafeBytes { raw in
+                    (raw.loadUnaligned(fromByteOffset: offset, as: Int32.self),
+                     raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                     Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)))
+                }
+                let nameBytes = buffer[(offset + headerSize)..<min(count, offset + headerSize + nameLength)]
+                let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+                if handle(watch: watch, mask: mask, name: name) { relevant = true }
+                offset += headerSize + nameLength
+            }
+        }
+    }
+
+    private func handle(watch: Int32, mask: UInt32, name: String) -> Bool {
+        let gone = UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 { return true }
+        if watch == folderWatch {
+            if mask & gone != 0 {
+                // Removed or renamed: look for a new folder under the same name.
+                if mask & UInt32(IN_IGNORED) == 0 { inotify_rm_watch(inotify, folderWatch) }
+                folderWatch = -1
+                return true
+            }
+            return name == "status.json" || name == "lock"
+        }
+        if watch == parentWatch {
+            if mask & gone != 0 {
+                if mask & UInt32(IN_IGNORED) == 0 { inotify_rm_watch(inotify, parentWatch) }
+                parentWatch = -1
+                return true
+            }
+            return name == Self.lastComponent(of: paths.runtimeDirectory)
+        }
+        return false
+    }
+
+    private static func lastComponent(of path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    private static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    /// A panel (or a test harness) may start us with SIGTERM blocked; the watcher has no
+    /// cleanup to do and must die when its panel tells it to.
+    private static func unblockTerminatingSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+}
