@@ -112,6 +112,13 @@ struct GateStatusTests {
 
         watcher.closeReader()
         #expect(watcher.waitForExit(within: .seconds(5)) == 0)
+
+        // No stale lock and no cooldown: the next opening goes as soon as the relay is
+        // free again (the killed opener's trigger holds the simulator's relay for 3 s).
+        Thread.sleep(forTimeInterval: 3.2)
+        let next = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
+        #expect(next.status == 0, "\(next.summary)")
+        #expect(try sim.activations().count == 2)
     }
 
     @Test("--watch wakes at reset_at: an error turns into ready without any file event")
