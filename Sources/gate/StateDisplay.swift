@@ -79,6 +79,10 @@ final class StateDisplay: Sendable {
 
     func failureText(_ result: OpeningResult, problems: [String]) -> String {
         guard let error = result.error else { return result.message }
+        if error == .operationInProgress {
+            // The lock's holder or the cooldown's time left: the message is the whole story.
+            return "gate: \(result.message) (\(error.rawValue))"
+        }
         var lines = ["gate: \(error.summary) (\(error.rawValue))"]
         if !problems.isEmpty {
             lines += problems.map { "  \($0)" }
