@@ -21,6 +21,10 @@ let package = Package(
             name: "CMosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // libsecret's few types and prototypes, written out (checked against the real
+        // headers by GateSecretTests) because pkgConfig would link GLib into gate.
+        // Not linked either: loaded with dlopen on first use (see shim.h).
+        .systemLibrary(name: "CLibSecret"),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         // Sockets, files, clocks, interfaces: everything that touches the system.
@@ -29,6 +33,7 @@ let package = Package(
             dependencies: [
                 "GateCore",
                 "Mosquitto",
+                "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

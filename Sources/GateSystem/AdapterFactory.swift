@@ -5,7 +5,10 @@ import Logging
 public enum StandardAdapters {
     /// The password lookup chain of SPEC §5, in order.
     public static func credentials(environment: [String: String] = ProcessEnvironment.current()) -> CredentialLookup {
-        CredentialLookup(sources: [SystemdCredentials(environment: environment)])
+        CredentialLookup(sources: [
+            SystemdCredentials(environment: environment),
+            SecretServiceSource(environment: environment),
+        ])
     }
 
     /// Builds the MQTT adapter for `Opener`; UDP is built by the opener itself.

@@ -73,6 +73,7 @@ public struct CredentialLookup: Sendable {
         }
         let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
         return .failure(CredentialFailure(message: "no MQTT password found\(tried); "
+            + "store one with `gate secret set mqtt-password` (desktop session, Secret Service), or, "
             + "for the system service, provide the systemd credential `mqtt-password` "
             + "(LoadCredentialEncrypted=mqtt-password, read from $CREDENTIALS_DIRECTORY/mqtt-password)"))
     }

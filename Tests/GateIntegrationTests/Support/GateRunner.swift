@@ -40,7 +40,9 @@ enum GateRunner {
     /// reads the files it wrote.
     static func isolatedEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
-        for key in ["GATE_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"] {
+        // Nothing of the machine's own: no config, no credentials, no desktop keyring.
+        for key in ["GATE_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY",
+                    "DBUS_SESSION_BUS_ADDRESS"] {
             environment[key] = nil
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-home-\(UUID().uuidString)")

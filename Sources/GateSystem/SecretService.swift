@@ -1,0 +1,337 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLibSecret
+
+/// Why the Secret Service could not do what was asked, as the tail of a sentence
+/// that ends with what to do about it. Never holds a password.
+public enum SecretServiceFailure: Error, Sendable, CustomStringConvertible {
+    /// It cannot be asked at all: no session bus, nothing provides the Secret
+    /// Service, libsecret is not installed.
+    case unavailable(String)
+    /// The collection that holds (or is to hold) the entry is locked and was not unlocked.
+    case locked(String)
+    /// The service answered with an error.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let why), .locked(let why), .failed(let why): why
+        }
+    }
+}
+
+/// The MQTT password (and any other `account`) in the desktop's Secret Service,
+/// through libsecret: schema `org.gate.Credentials`, attributes `service=gate`
+/// and `account=<account>` (SPEC §5). `secret-tool lookup service gate account
+/// mqtt-password` finds what `store` writes; an entry made with `secret-tool store`
+/// is found here when it carries the schema too (`xdg:schema org.gate.Credentials`).
+///
+/// Every call is synchronous and talks D-Bus: use it from a thread of your own (or
+/// a command's main path), never from Swift's cooperative pool. A lookup in a
+/// locked collection lets the keyring show its unlock prompt on a desktop.
+///
+/// Owns the libsecret schema it creates; not `Sendable`: make one where it is used.
+public final class SecretServiceStore {
+    public static let schemaName = "org.gate.Credentials"
+    public static let service = "gate"
+    public static let mqttPasswordLabel = "gate MQTT password"
+
+    private let api: SecretServiceAPI
+    private let schema: SchemaHandle
+
+    /// Fails at once, without loading libsecret, when there is no session bus to
+    /// reach a Secret Service on (the usual case for a system service or over SSH
+    /// on a headless machine).
+    public init(environment: [String: String] = ProcessEnvironment.current()) throws(SecretServiceFailure) {
+        try SessionBus.check(environment: environment)
+        let api = try SecretServiceLibrary.api()
+        // SECRET_SCHEMA_NONE: lookups match the schema name too (the `xdg:schema`
+        // attribute). With DONT_MATCH_NAME an entry made by hand with `secret-tool store
+        // service gate account mqtt-password` would also match, and `store` (which
+        // replaces only an entry with the same schema) would then add a second entry
+        // instead of replacing it, and a lookup could keep returning the old password.
+        var table = api.table
+        guard let schema = gate_secret_schema_new(&table, Self.schemaName, SECRET_SCHEMA_NONE) else {
+            throw .failed("libsecret could not create the schema \(Self.schemaName)")
+        }
+        self.api = api
+        self.schema = SchemaHandle(schema, api: api)
+    }
+
+    /// Stores (or replaces) the entry for `account` in the default collection.
+    public func store(_ secret: Secret, account: String, label: String) throws(SecretServiceFailure) {
+        let attributes = AttributeTable(api: api, service: Self.service, account: account)
+        var error: UnsafeMutablePointer<GError>?
+        let stored: gboolean = secret.withBytes { bytes in
+            // A NUL-terminated copy for libsecret (which copies it into its own
+            // non-pageable memory), wiped before it is freed.
+            let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: bytes.count + 1)
+            defer {
+                explicit_bzero(buffer.baseAddress!, buffer.count)
+                buffer.deallocate()
+            }
+            bytes.withUnsafeBufferPointer { source in
+                source.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
+            }
+            buffer[bytes.count] = 0
+            return api.secret_password_storev_sync(schema.pointer, attributes.pointer, nil, label, buffer.baseAddress, nil, &error)
+        }
+        if let error {
+            throw SecretServiceError(error, api: api).failure(doing: "store the password")
+        }
+        if stored == 0 {
+            throw .failed("the Secret Service did not store the password and gave no reason")
+        }
+    }
+
+    /// The entry for `account`, or nil when there is none.
+    public func lookup(account: String) throws(SecretServiceFailure) -> Secret? {
+        let attributes = AttributeTable(api: api, service: Self.service, account: account)
+        var error: UnsafeMutablePointer<GError>?
+        let found = api.secret_password_lookupv_nonpageable_sync(schema.pointer, attributes.pointer, nil, &error)
+        if let error {
+            if let found { api.secret_password_free(found) }
+            throw SecretServiceError(error, api: api).failure(doing: "look the password up")
+        }
+        guard let found else {
+            // Nothing unlocked matched. If a locked entry exists, the keyring could not be
+            // unlocked (no prompt could be shown, or it was dismissed): say so, instead of
+            // advising to store a password that is already there.
+            try refuseIfLocked(attributes, doing: "read the password")
+            return nil
+        }
+        let password = NonpageablePassword(found, api: api)
+        return password.copy()
+    }
+
+    /// Deletes the entry for `account`; false when there was none.
+    @discardableResult
+    public func clear(account: String) throws(SecretServiceFailure) -> Bool {
+        let attributes = AttributeTable(api: api, service: Self.service, account: account)
+        var error: UnsafeMutablePointer<GError>?
+        let removed = api.secret_password_clearv_sync(schema.pointer, attributes.pointer, nil, &error)
+        if let error {
+            throw SecretServiceError(error, api: api).failure(doing: "delete the password")
+        }
+        if removed != 0 { return true }
+        try refuseIfLocked(attributes, doing: "delete the password")
+        return false
+    }
+
+    /// Throws `.locked` when a matching entry exists but is locked. Searches without
+    /// unlocking (no prompt) and without loading any secret.
+    private func refuseIfLocked(_ attributes: AttributeTable, doing action: String) throws(SecretServiceFailure) {
+        var error: UnsafeMutablePointer<GError>?
+        let list = api.secret_password_searchv_sync(schema.pointer, attributes.pointer, SECRET_SEARCH_ALL, nil, &error)
+        let items = list.map { ItemList($0, api: api) }
+        if let error {
+            throw SecretServiceError(error, api: api).failure(doing: action)
+        }
+        if items != nil {
+            throw .locked("the Secret Service holds the entry but its collection is locked and was not unlocked, "
+                + "so gate cannot \(action); unlock the keyring (log in to the desktop session, or answer its "
+                + "unlock prompt) and try again")
+        }
+    }
+}
+
+/// The Secret Service as a source of the lookup chain (SPEC §5), after systemd's
+/// credentials.
+public struct SecretServiceSource: SecretSource {
+    public let name = "the Secret Service"
+    let environment: [String: String]
+
+    public init(environment: [String: String] = ProcessEnvironment.current()) {
+        self.environment = environment
+    }
+
+    public func lookup(account: String) -> SecretLookup {
+        do {
+            let store = try SecretServiceStore(environment: environment)
+            guard let secret = try store.lookup(account: account) else { return .notFound }
+            return secret.isEmpty ? .failed("the stored entry is empty; store it again with `gate secret set \(account)`") : .found(secret)
+        } catch {
+            switch error {
+            case .unavailable(let why): return .unavailable(why)
+            case .locked(let why), .failed(let why): return .failed(why)
+            }
+        }
+    }
+}
+
+/// Where libsecret would find the session bus, as GLib looks for it: without one
+/// there is no Secret Service, and GLib's last resort (autolaunching a bus through
+/// X11) would only fail slowly or leave a stray bus behind.
+enum SessionBus {
+    static let headlessAdvice = "on a headless machine or for the system service, provide the password as the "
+        + "systemd credential `mqtt-password` instead (LoadCredentialEncrypted=mqtt-password; "
+        + "gate reads $CREDENTIALS_DIRECTORY/mqtt-password)"
+
+    static func check(environment: [String: String]) throws(SecretServiceFailure) {
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            var info = stat()
+            if stat(runtime + "/bus", &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { return }
+        }
+        throw .unavailable("there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
+            + "Service to ask; \(headlessAdvice)")
+    }
+}
+
+/// libsecret's functions, loaded on first use (see CLibSecret/shim.h).
+enum SecretServiceLibrary {
+    private static let loaded: Result<SecretServiceAPI, SecretServiceFailure> = {
+        var table = gate_secret_api()
+        if let failure = gate_secret_load(&table) {
+            return .failure(.unavailable("libsecret cannot be loaded (\(String(cString: failure))); "
+                + "install the package libsecret-1-0, or \(SessionBus.headlessAdvice)"))
+        }
+        return .success(SecretServiceAPI(table: table))
+    }()
+
+    static func api() throws(SecretServiceFailure) -> SecretServiceAPI {
+        try loaded.get()
+    }
+}
+
+/// The table of libsecret and GLib functions, every entry present (checked when loaded).
+///
+/// `@unchecked Sendable`: it holds only C function pointers, filled once before it
+/// is shared and never changed after.
+@dynamicMemberLookup
+struct SecretServiceAPI: @unchecked Sendable {
+    var table: gate_secret_api
+
+    /// `api.g_free(...)` calls `g_free`. Never nil: the loader fails unless every entry was found.
+    subscript<Function>(dynamicMember keyPath: KeyPath<gate_secret_api, Function?>) -> Function {
+        table[keyPath: keyPath]!
+    }
+}
+
+/// Owns a `SecretSchema *` from `secret_schema_newv`.
+private final class SchemaHandle {
+    let pointer: OpaquePointer
+    private let api: SecretServiceAPI
+
+    init(_ pointer: OpaquePointer, api: SecretServiceAPI) {
+        self.pointer = pointer
+        self.api = api
+    }
+
+    deinit { api.secret_schema_unref(pointer) }
+}
+
+/// Owns the `GHashTable *` of attributes (`service`, `account`) of one call.
+private final class AttributeTable {
+    let pointer: OpaquePointer
+    private let api: SecretServiceAPI
+
+    init(api: SecretServiceAPI, service: String, account: String) {
+        var table = api.table
+        pointer = gate_secret_attributes_new(&table, service, account)
+        self.api = api
+    }
+
+    deinit { api.g_hash_table_unref(pointer) }
+}
+
+/// Owns a password returned by `secret_password_lookupv_nonpageable_sync`; freeing
+/// it with `secret_password_free` wipes it first.
+private final class NonpageablePassword {
+    private let pointer: UnsafeMutablePointer<CChar>
+    private let api: SecretServiceAPI
+
+    init(_ pointer: UnsafeMutablePointer<CChar>, api: SecretServiceAPI) {
+        self.pointer = pointer
+        self.api = api
+    }
+
+    /// The one copy gate keeps, as a `Secret` (wiped when it is freed).
+    func copy() -> Secret {
+        let count = strlen(pointer)
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+            Secret(bytes: Array(UnsafeBufferPointer(start: bytes, count: count)))
+        }
+    }
+
+    deinit { api.secret_password_free(pointer) }
+}
+
+/// Owns the `GList *` of items from `secret_password_searchv_sync`.
+private final class ItemList {
+    private let pointer: OpaquePointer
+    private let api: SecretServiceAPI
+
+    init(_ pointer: OpaquePointer, api: SecretServiceAPI) {
+        self.pointer = pointer
+        self.api = api
+    }
+
+    deinit {
+        var table = api.table
+        gate_secret_list_free(&table, pointer)
+    }
+}
+
+/// Owns a `GError *` and turns it into words for the user.
+private final class SecretServiceError {
+    private let pointer: UnsafeMutablePointer<GError>
+    private let api: SecretServiceAPI
+
+    init(_ pointer: UnsafeMutablePointer<GError>, api: SecretServiceAPI) {
+        self.pointer = pointer
+        self.api = api
+    }
+
+    deinit { api.g_error_free(pointer) }
+
+    /// GLib's message as the tail of a sentence: a remote D-Bus error's
+    /// "GDBus.Error:org.freedesktop.Secret.Error.IsLocked: " prefix removed, the
+    /// first letter lowered unless it starts an acronym, no final full stop.
+    var words: String {
+        var text = pointer.pointee.message.map { String(cString: $0) } ?? "unknown error"
+        if text.hasPrefix("GDBus.Error:"), let separator = text.firstRange(of: ": ") {
+            text = String(text[separator.upperBound...])
+        }
+        while text.hasSuffix(".") || text.hasSuffix(" ") { text.removeLast() }
+        let characters = Array(text)
+        if characters.count > 1, characters[0].isUppercase, characters[1].isLowercase {
+            text = characters[0].lowercased() + String(characters.dropFirst())
+        }
+        return text.isEmpty ? "unknown error" : text
+    }
+
+    func failure(doing action: String) -> SecretServiceFailure {
+        let domain = pointer.pointee.domain
+        let code = pointer.pointee.code
+        let secretDomain = domain == api.secret_error_get_quark()
+        let dbusDomain = domain == api.g_dbus_error_quark()
+        if secretDomain && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+            return .locked("the Secret Service's collection is locked (\(words)), so gate cannot \(action); "
+                + "unlock the keyring (log in to the desktop session, or answer its unlock prompt) and try again")
+        }
+        if (secretDomain && code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue))
+            || (dbusDomain && (code == Int32(GATE_G_DBUS_ERROR_UNKNOWN_METHOD) || code == Int32(GATE_G_DBUS_ERROR_UNKNOWN_OBJECT)))
+        {
+            // What gnome-keyring answers ("Object does not exist at path …/collection/login")
+            // when its default collection does not exist and could not be created,
+            // typically because no prompt can be shown to ask for its password.
+            return .locked("the Secret Service has no usable default collection (\(words)), so gate cannot "
+                + "\(action); create or unlock the default keyring (log in to the desktop session, or answer "
+                + "its prompt) and try again")
+        }
+        if dbusDomain
+            && (code == Int32(GATE_G_DBUS_ERROR_SERVICE_UNKNOWN) || code == Int32(GATE_G_DBUS_ERROR_NAME_HAS_NO_OWNER))
+        {
+            return .unavailable("nothing provides the Secret Service on the session bus (\(words)); start a keyring "
+                + "such as gnome-keyring, or \(SessionBus.headlessAdvice)")
+        }
+        if domain == api.g_io_error_quark() {
+            // GIO errors come from reaching the bus (socket, authentication, autolaunch).
+            return .unavailable("cannot reach the Secret Service on the D-Bus session bus (\(words)); "
+                + SessionBus.headlessAdvice)
+        }
+        return .failed("the Secret Service could not \(action): \(words)")
+    }
+}
