@@ -51,6 +51,11 @@ public enum HistoryLog {
         let line = Array((entry.json.serialized() + "\n").utf8)
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o664)
         guard fd >= 0 else { return SystemError("open \(path)") }
+        var owner = stat()
+        if fstat(fd, &owner) == 0, owner.st_uid == geteuid(), owner.st_mode & 0o777 != 0o664 {
+            // umask would take the group's write bit: other members of `gate` must append too.
+            _ = fchmod(fd, 0o664)
+        }
         let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let failure = written == line.count ? nil : SystemError("write \(path)")
         var info = stat()

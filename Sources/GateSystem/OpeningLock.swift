@@ -69,9 +69,12 @@ public final class OpeningLock {
     }
 
     /// Whether some opener holds the lock now. Never creates the file.
+    ///
+    /// A lock file this reader may not open tells nothing: it is then taken as held,
+    /// so that the status file is shown as written rather than as an interruption.
     public static func isHeld(path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return errno != ENOENT }
         defer { close(fd) }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 {
             flock(fd, LOCK_UN)

@@ -117,8 +117,11 @@ struct GateLockTests {
         let folder = try #require(environment["GATE_RUNTIME_DIR"])
         let lock = try FileManager.default.attributesOfItem(atPath: folder + "/lock")
         let status = try FileManager.default.attributesOfItem(atPath: folder + "/status.json")
+        let state = try #require(environment["GATE_STATE_DIR"])
+        let history = try FileManager.default.attributesOfItem(atPath: state + "/history.jsonl")
         #expect((lock[.posixPermissions] as? Int) == 0o660)
         #expect((status[.posixPermissions] as? Int) == 0o664)
+        #expect((history[.posixPermissions] as? Int) == 0o664, "other members of the group append too")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix(".tmp-") }
         #expect(leftovers.isEmpty, "no temporary files left behind: \(leftovers)")
     }
