@@ -175,9 +175,11 @@ public struct OpeningMachine: Sendable {
         }
         let deadline = now + plan[index].budget
         phase = .triggering(index: index, startedAt: now, deadline: deadline)
+        // The trigger first, the announcement after: `triggering` means "trigger sent"
+        // (SPEC §2), and writing the status file must never delay the relay.
         return [
-            .stateChanged(.triggering, adapter: plan[index].kind),
             .startAdapter(plan[index].kind, deadline: deadline),
+            .stateChanged(.triggering, adapter: plan[index].kind),
         ]
     }
 

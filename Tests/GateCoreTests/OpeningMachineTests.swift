@@ -33,7 +33,7 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         let start = clock.now
         let first = machine.handle(.start(at: start))
-        #expect(first == [.stateChanged(.triggering, adapter: .udp), .startAdapter(.udp, deadline: start + .seconds(2))])
+        #expect(first == [.startAdapter(.udp, deadline: start + .seconds(2)), .stateChanged(.triggering, adapter: .udp)])
         #expect(machine.state == .triggering)
         #expect(machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1)))) == [])
         let activated = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(10))))
@@ -65,8 +65,8 @@ struct OpeningMachineTests {
         let actions = machine.handle(.adapter(.udp, .deadlineReached, at: atDeadline))
         #expect(actions == [
             .stopAdapter(.udp),
-            .stateChanged(.triggering, adapter: .mqtt),
             .startAdapter(.mqtt, deadline: atDeadline + .seconds(5)),
+            .stateChanged(.triggering, adapter: .mqtt),
         ])
         #expect(machine.attempts.first?.outcome == .noAnswer)
         #expect(machine.attempts.first?.reason == "no answer within 2000 ms" || machine.attempts.first?.reason == "no answer within 2.0 s")
