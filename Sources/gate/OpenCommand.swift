@@ -109,4 +109,9 @@ struct OpenCommand: AsyncParsableCommand {
     }
 }
 
-extension AdapterSelection: ExpressibleByArgument {}
+extension AdapterSelection: ExpressibleByArgument {
+    // Spelled out: ArgumentParser's default derives these by reflection, which
+    // showed up in every start's profile.
+    public static var allValueStrings: [String] { allCases.map(\.rawValue) }
+    public var defaultValueDescription: String { rawValue }
+}
