@@ -23,6 +23,12 @@ public enum Terminal {
         writeAll(STDOUT_FILENO, text)
     }
 
+    /// Writes all of `text` to `fd`, retrying short writes; gives up silently on an error
+    /// (a closed terminal or pipe has nobody left to tell).
+    public static func write(_ text: String, to fd: Int32) {
+        writeAll(fd, text)
+    }
+
     private static func writeAll(_ fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)
         var offset = 0

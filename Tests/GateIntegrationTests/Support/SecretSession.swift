@@ -238,23 +238,7 @@ enum SessionCommand {
     static func spawn(_ process: Process) throws -> DispatchSemaphore {
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
-        final class Outcome: @unchecked Sendable {
-            let process: Process
-            var error: (any Error)?
-            let done = DispatchSemaphore(value: 0)
-            init(_ process: Process) { self.process = process }
-        }
-        let outcome = Outcome(process)
-        let thread = Thread {
-            var none = sigset_t()
-            sigemptyset(&none)
-            pthread_sigmask(SIG_SETMASK, &none, nil)
-            do { try outcome.process.run() } catch { outcome.error = error }
-            outcome.done.signal()
-        }
-        thread.start()
-        outcome.done.wait()  // bounded: run() returns once posix_spawn has
-        if let error = outcome.error { throw error }
+        try runWithSignalsUnblocked(process)
         return exited
     }
 
