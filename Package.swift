@@ -25,6 +25,14 @@ let package = Package(
         // headers by GateSecretTests) because pkgConfig would link GLib into gate.
         // Not linked either: loaded with dlopen on first use (see shim.h).
         .systemLibrary(name: "CLibSecret"),
+        // libgpiod 1.6's header (Debian: libgpiod-dev). Not linked: loaded with dlopen
+        // on first use (see shim.h), so no pkgConfig here, which would add -lgpiod.
+        .systemLibrary(
+            name: "CGPIOD",
+            providers: [.apt(["libgpiod-dev"])]
+        ),
+        // The push button's line and the reader of its edge events (for `gate daemon`).
+        .target(name: "GPIO", dependencies: ["CGPIOD"]),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         // Sockets, files, clocks, interfaces: everything that touches the system.
@@ -57,6 +65,7 @@ let package = Package(
         ),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
         .testTarget(name: "GateSystemTests", dependencies: ["GateSystem"]),
+        .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",
             dependencies: ["GateCore", "gate", "esp32-sim"]

@@ -1,0 +1,44 @@
+import CGPIOD
+
+/// libgpiod's functions, loaded on first use (see CGPIOD/shim.h) so that no
+/// command but the daemon's button pays for the library.
+enum GPIODLibrary {
+    private static let loaded: Result<GPIODAPI, GPIOError> = {
+        var table = gate_gpiod_api()
+        if let failure = gate_gpiod_load(&table) {
+            return .failure(GPIOError(
+                "cannot load libgpiod",
+                call: "dlopen libgpiod.so.2",
+                words: String(cString: failure) + " (the button needs the package libgpiod2)"
+            ))
+        }
+        return .success(GPIODAPI(table))
+    }()
+
+    /// The loaded library, or why it cannot be loaded, worded as the step `context`.
+    static func api(for context: String) throws(GPIOError) -> GPIODAPI {
+        switch loaded {
+        case .success(let api): return api
+        case .failure(let error): throw error.reworded(context)
+        }
+    }
+}
+
+/// The table of libgpiod functions, every entry present (checked when loaded).
+///
+/// `@unchecked Sendable`: it holds only C function pointers, filled once before
+/// it is shared and never changed after.
+@dynamicMemberLookup
+struct GPIODAPI: @unchecked Sendable {
+    let table: gate_gpiod_api
+
+    init(_ table: gate_gpiod_api) {
+        self.table = table
+    }
+
+    /// `api.chip_open_lookup(...)` calls `gpiod_chip_open_lookup`. Never nil: the
+    /// loader fails unless every entry was found.
+    subscript<Function>(dynamicMember keyPath: KeyPath<gate_gpiod_api, Function?>) -> Function {
+        table[keyPath: keyPath]!
+    }
+}
