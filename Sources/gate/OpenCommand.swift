@@ -2,6 +2,9 @@ import ArgumentParser
 import GateCore
 import GateSystem
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct OpenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,6 +53,9 @@ struct OpenCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A reader that went away (`gate open | head -0`) must not kill an opening after
+        // the trigger left: the status, the history and the cooldown still get written.
+        signal(SIGPIPE, SIG_IGN)
         var logger = globals.makeLogger()
         logger[metadataKey: "source"] = "\(source)"
         let display = StateDisplay(mode: json ? .quiet : (Terminal.isTerminal(1) ? .live : .lines))

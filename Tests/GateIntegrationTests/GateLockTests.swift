@@ -126,6 +126,26 @@ struct GateLockTests {
         #expect(leftovers.isEmpty, "no temporary files left behind: \(leftovers)")
     }
 
+    @Test("A reader that closes gate's stdout at once does not stop the opening's bookkeeping")
+    func closedStdout() throws {
+        let sim = try Simulator(["--hold-ms", "300"])
+        let config = try TestConfig.udp(host: "127.0.0.1", port: sim.udpPort)
+        let environment = sharedEnvironment()
+        let gate = try GateRunner.binary().path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // head exits without reading: every write gate makes to the pipe gets EPIPE.
+        process.arguments = ["-c", "'\(gate)' open --config '\(config.path)' | head -c 0; exit ${PIPESTATUS:-0}"]
+        process.environment = environment
+        try process.run()
+        process.waitUntilExit()
+        let history = try GateRunner.run(["history", "--json"], environment: environment)
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]])
+        #expect(entries.count == 1, "the opening must be recorded: \(history.summary)")
+        #expect(entries.first?["outcome"] as? String == "success")
+        #expect(statusState(environment) == "ready")
+    }
+
     @Test("A status file after a failure carries reset_at and the last outcome")
     func failureStatus() throws {
         let sim = try Simulator(["--fault", "garbage"])
