@@ -32,15 +32,18 @@ let package = Package(
             providers: [.apt(["libgpiod-dev"])]
         ),
         // The push button's line and the reader of its edge events (for `gate daemon`).
-        .target(name: "GPIO", dependencies: ["CGPIOD"]),
+        .target(name: "GPIO", dependencies: ["CGPIOD", "Threading"]),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
+        // A detached pthread and a wake-up pipe, for blocking poll loops (adapters, GPIO).
+        .target(name: "Threading"),
         // Sockets, files, clocks, interfaces: everything that touches the system.
         .target(
             name: "GateSystem",
             dependencies: [
                 "GateCore",
                 "Mosquitto",
+                "Threading",
                 "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,4 +1,5 @@
 import CGPIOD
+import Threading
 import Synchronization
 
 #if canImport(Glibc)
@@ -47,7 +48,7 @@ public final class EdgeReader: Sendable {
     }
 
     public let edges: AsyncStream<Edge>
-    private let wake: WakePipe
+    private let wake: WakeSignal
     /// Shared with the thread, which sets it once (Mutex cannot be captured itself).
     private let outcome: Outcome
 
@@ -64,7 +65,12 @@ public final class EdgeReader: Sendable {
     private init(fd: Int32, keepingAlive owner: (any AnyObject & Sendable)?) throws(GPIOError) {
         let context = "cannot read button events from fd \(fd)"
         let api = try GPIODLibrary.api(for: context)
-        let wake = try WakePipe(context)
+        let wake: WakeSignal
+        do {
+            wake = try WakeSignal()
+        } catch {
+            throw GPIOError(context, call: "pipe", code: error.code)
+        }
         // Unbounded: edges are few and the consumer is always draining; dropping
         // one would lose the line's last level.
         let (stream, continuation) = AsyncStream.makeStream(of: Edge.self, bufferingPolicy: .unbounded)
@@ -73,16 +79,16 @@ public final class EdgeReader: Sendable {
         self.wake = wake
         self.outcome = outcome
         continuation.onTermination = { _ in wake.signal() }
-        let status = ReaderThread.start {
+        let failure = OSThread.detach {
             let ending = EdgeReader.readLoop(fd: fd, wake: wake, api: api, into: continuation)
             // Set before finishing, so a consumer whose loop just ended sees it.
             outcome.value.withLock { $0 = ending }
             continuation.finish()
             withExtendedLifetime(owner) {}
         }
-        if status != 0 {
+        if let failure {
             continuation.finish()
-            throw GPIOError("cannot start the button event reader", call: "pthread_create", code: status)
+            throw GPIOError("cannot start the button event reader", call: "pthread_create", code: failure)
         }
     }
 
@@ -100,7 +106,7 @@ public final class EdgeReader: Sendable {
         let value = Mutex<Ending?>(nil)
     }
 
-    private static func readLoop(fd: Int32, wake: WakePipe, api: GPIODAPI,
+    private static func readLoop(fd: Int32, wake: WakeSignal, api: GPIODAPI,
                                  into continuation: AsyncStream<Edge>.Continuation) -> Ending {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
@@ -135,58 +141,5 @@ public final class EdgeReader: Sendable {
                                          words: ready & POLLNVAL != 0 ? "not an open fd" : "the fd reported an error"))
             }
         }
-    }
-}
-
-/// A self-pipe that wakes the reader's `poll` from another thread. The fds close
-/// when the last holder lets go, so a late `signal()` never writes to a reused fd.
-final class WakePipe: Sendable {
-    let fd: Int32
-    private let writeEnd: Int32
-
-    init(_ context: String) throws(GPIOError) {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw GPIOError(context, call: "pipe", code: errno) }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-        }
-        fd = ends[0]
-        writeEnd = ends[1]
-    }
-
-    /// Any number of times: a full pipe is already signalled.
-    func signal() {
-        var one: UInt8 = 1
-        _ = write(writeEnd, &one, 1)
-    }
-
-    deinit {
-        close(fd)
-        close(writeEnd)
-    }
-}
-
-/// Starts a detached pthread running `body`; returns `pthread_create`'s status.
-enum ReaderThread {
-    private final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    static func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
-        let box = Unmanaged.passRetained(Box(body))
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, { raw in
-            guard let raw else { return nil }
-            Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque())
-        if status != 0 { box.release() }
-        return status
     }
 }

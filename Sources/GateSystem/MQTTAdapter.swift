@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import GateCore
+import Threading
 import Logging
 import Mosquitto
 import Synchronization

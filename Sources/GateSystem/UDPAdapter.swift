@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import GateCore
+import Threading
 import Logging
 
 /// Sends the trigger byte over UDP and decodes the ESP32's answer (SPEC §1).
