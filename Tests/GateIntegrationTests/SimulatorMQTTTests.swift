@@ -22,6 +22,10 @@ struct SimulatorMQTTTests {
         broker.defaultCredentials.map { ["ESP32_SIM_MQTT_PASSWORD": $0.password] } ?? [:]
     }
 
+    /// How much earlier than the hold a `0` may appear to a subscriber, in seconds:
+    /// broker and subscriber delivery jitter on the preceding `1` (seen: 2.4 ms).
+    static let transportAllowance = 0.05
+
     private func publishTrigger(_ broker: MosquittoBroker, retained: Bool = false) throws -> String {
         let now = String(Int(Date().timeIntervalSince1970))
         try broker.publish(topic: Self.trigger, payload: now, retained: retained)
@@ -38,7 +42,9 @@ struct SimulatorMQTTTests {
         let payload = try publishTrigger(broker)
         let seen = watcher.wait(count: 2, within: .seconds(5))
         try #require(seen.map(\.payload) == ["1", "0"], "stderr:\n\(sim.stderrText)")
-        #expect(seen[1].arrival - seen[0].arrival >= 0.4)
+        // Seen by a subscriber behind the broker: the `1` can be delivered a little late,
+        // which shrinks the gap. The allowance still catches a release before the hold.
+        #expect(seen[1].arrival - seen[0].arrival >= 0.4 - Self.transportAllowance)
         #expect(seen.allSatisfy { !$0.retained })
         #expect(watcher.wait(count: 3, within: .milliseconds(500)).count == 2, "nothing after the release")
         let activations = try sim.activations()
@@ -73,7 +79,7 @@ struct SimulatorMQTTTests {
         #expect(try probe.receive(count: 2, within: .seconds(5)).map(\.bytes) == [[0x01], [0x00]])
         let seen = watcher.wait(count: 2, within: .seconds(5))
         try #require(seen.map(\.payload) == ["1", "0"])
-        #expect(seen[1].arrival - seen[0].arrival >= 0.3)
+        #expect(seen[1].arrival - seen[0].arrival >= 0.3 - Self.transportAllowance)
         #expect(try sim.activations().map(\.via) == ["udp"])
     }
 
@@ -129,7 +135,7 @@ struct SimulatorMQTTTests {
         _ = try publishTrigger(broker)
         let seen = watcher.wait(count: 4, within: .seconds(8))
         try #require(seen.map(\.payload) == ["1", "0", "1", "0"])
-        #expect(seen[3].arrival - seen[2].arrival >= 3.0)
+        #expect(seen[3].arrival - seen[2].arrival >= 3.0 - Self.transportAllowance)
     }
 
     @Test func udpOffListensNowhereButMQTTWorks() throws {
