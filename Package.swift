@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
@@ -48,11 +49,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `gate daemon`: the button, the warm MQTT link, config reload, systemd
+        // notification, each a service of one ServiceGroup.
+        .target(
+            name: "GateDaemon",
+            dependencies: [
+                "GateCore",
+                "GateSystem",
+                "GPIO",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "gate",
             dependencies: [
                 "GateCore",
                 "GateSystem",
+                "GateDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -81,6 +81,11 @@ public final class OpeningRecorder {
         }
     }
 
+    /// When the opening before this one ended, if it sent a trigger (the cooldown's start).
+    public var previousEnd: MonotonicInstant? {
+        lock.previous?.endedMonotonicNs.map(MonotonicInstant.init(nanoseconds:))
+    }
+
     /// Writes the in-progress states; the final one is written by `finished`.
     public func stateChanged(_ state: GateState, adapter: AdapterKind?) {
         switch state {

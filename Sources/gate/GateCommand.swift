@@ -17,7 +17,7 @@ struct GateCommand: AsyncParsableCommand {
             124 relay activated but never released.
             """,
         version: GateVersion.current,
-        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self]
+        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self, DaemonCommand.self]
     )
 
     @OptionGroup var globals: GlobalOptions

@@ -1,0 +1,79 @@
+/// Follows relay cycles that the daemon only sees on the status topic (SPEC §3:
+/// the phone app opened the gate), so that they appear in the status file and the
+/// history with `source: "elsewhere"`.
+///
+/// Pure: status reports (already decoded) and timer expiries go in, with whether
+/// a local opening owns what is seen; what to record comes out. The caller decides
+/// "local" (the opening lock is held, or a local cycle ended a moment ago and this
+/// is its late echo) and owns the one timer.
+///
+/// Rules:
+/// - `1` while nothing is followed and nothing local runs starts a cycle.
+/// - `0` ends it successfully; a `0` with no followed cycle is the tail of a local
+///   opening (or of one that started before the daemon) and means nothing.
+/// - A cycle whose `0` does not come within `releaseBudget` ends as a timeout, as
+///   an opening's would: the relay's release was never reported.
+/// - A repeated `1` is harmless (SPEC §1); an invalid payload is reported and
+///   ends nothing.
+public struct RelayObserver: Sendable, Hashable {
+    public enum Report: Sendable, Hashable {
+        case activated
+        case released
+        case invalid(String)
+    }
+
+    public enum Event: Sendable, Hashable {
+        case report(Report, at: MonotonicInstant, local: Bool)
+        /// The timer last asked for by `.armTimer` expired.
+        case timerFired(at: MonotonicInstant)
+    }
+
+    public enum Action: Sendable, Hashable {
+        /// A cycle caused elsewhere began: show `waiting_for_relay_close`.
+        case began(at: MonotonicInstant)
+        /// It ended; `released` false means its `0` never came within the budget.
+        case ended(released: Bool, duration: Duration)
+        /// Deliver `.timerFired` at this instant; replaces any earlier timer.
+        case armTimer(at: MonotonicInstant)
+        /// Something outside the protocol was published; log it.
+        case ignoredInvalid(String)
+    }
+
+    public let releaseBudget: Duration
+    /// When the followed cycle's `1` came; nil while nothing is followed.
+    public private(set) var activeSince: MonotonicInstant?
+
+    public init(releaseBudget: Duration) {
+        self.releaseBudget = releaseBudget
+    }
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .report(.activated, let at, let local):
+            if activeSince != nil || local { return [] }
+            activeSince = at
+            return [.began(at: at), .armTimer(at: at + releaseBudget)]
+        case .report(.released, let at, _):
+            guard let since = activeSince else { return [] }
+            activeSince = nil
+            return [.ended(released: true, duration: at.duration(since: since))]
+        case .report(.invalid(let why), _, _):
+            return [.ignoredInvalid(why)]
+        case .timerFired(let at):
+            guard let since = activeSince else { return [] }
+            guard at >= since + releaseBudget else { return [.armTimer(at: since + releaseBudget)] }
+            activeSince = nil
+            return [.ended(released: false, duration: at.duration(since: since))]
+        }
+    }
+
+    /// Maps a decoded status payload to a report; nil for events a payload cannot be.
+    public static func report(for event: AdapterEvent) -> Report? {
+        switch event {
+        case .relay(.activated): return .activated
+        case .relay(.released): return .released
+        case .invalid(let why): return .invalid(why)
+        case .sent, .unreachable, .misconfigured, .deadlineReached: return nil
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import GateCore
+import GateSystem
+import GPIO
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The push button (SPEC §3 `gate daemon`, §4 `[button]`): edges in, debounced,
+/// one press = one opening with source `button`, under the same lock and
+/// cooldown as `gate open`.
+///
+/// Edges keep being read and debounced while an opening runs, so a press then is
+/// seen, logged and ignored rather than queued. On graceful shutdown the reader
+/// stops and an opening in flight finishes within its budget before `run` returns.
+struct ButtonService: Service, CustomStringConvertible {
+    let context: DaemonContext
+    let reader: EdgeReader
+    /// What the edges come from, for logs ("gpiochip0 line 17", or the test FIFO).
+    let origin: String
+
+    var description: String { "button" }
+
+    enum Input: Sendable {
+        case edge(Edge)
+        case timer(at: UInt64)
+        case config(GateConfig)
+        case ended
+    }
+
+    func run() async {
+        let logger = context.logger
+        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let edges = Task {
+            for await edge in reader.edges { continuation.yield(.edge(edge)) }
+            continuation.yield(.ended)
+        }
+        let reloads = Task {
+            for await config in context.updates() { continuation.yield(.config(config)) }
+        }
+        defer {
+            edges.cancel()
+            reloads.cancel()
+        }
+
+        var button = context.config.button ?? ButtonConfig(line: 0)
+        var debouncer = Self.debouncer(for: button, startNs: context.startNs)
+        var timer: Task<Void, Never>?
+        let openings = OpeningSlot()
+        logger.info("button armed", metadata: ["button": "\(origin)", "active_low": "\(button.activeLow)", "debounce_ms": "\(button.debounceMilliseconds)"])
+
+        await withGracefulShutdownHandler {
+            loop: for await input in inputs {
+                let actions: [ButtonDebouncer.Action]
+                switch input {
+                case .edge(let edge):
+                    logger.trace("button edge", metadata: ["kind": "\(edge.kind)", "ts_ns": "\(edge.timestampNs)"])
+                    switch edge.kind {
+                    case .rising: actions = debouncer.handle(.rising(at: edge.timestampNs))
+                    case .falling: actions = debouncer.handle(.falling(at: edge.timestampNs))
+                    }
+                case .timer(let at):
+                    actions = debouncer.handle(.timerFired(at: at))
+                case .config(let config):
+                    let next = config.button ?? button
+                    if next.activeLow != button.activeLow || next.debounceMilliseconds != button.debounceMilliseconds {
+                        // The boot-settling window stays where it was: a reload is not a boot.
+                        debouncer = Self.debouncer(for: next, startNs: context.startNs)
+                    }
+                    if next.chip != button.chip || next.line != button.line {
+                        logger.warning("button.chip and button.line take effect when the daemon restarts", metadata: ["button": "\(origin)"])
+                    }
+                    button = next
+                    actions = []
+                case .ended:
+                    if let ending = reader.ending, ending != .stopped {
+                        logger.error("button events ended; no more presses will be read", metadata: ["button": "\(origin)", "why": "\(ending)"])
+                    }
+                    break loop
+                }
+                for action in actions {
+                    switch action {
+                    case .press(let at):
+                        press(at: at, openings: openings)
+                    case .armTimer(let at):
+                        timer?.cancel()
+                        timer = Task {
+                            let wait = Int64(at) - Int64(MonotonicClock.now().nanoseconds)
+                            if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
+                            guard !Task.isCancelled else { return }
+                            continuation.yield(.timer(at: at))
+                        }
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            reader.stop()
+        }
+        timer?.cancel()
+        reader.stop()
+        if openings.isBusy, let running = openings.current {
+            logger.info("stopping: letting the opening in flight finish")
+            await running.value
+        }
+    }
+
+    private func press(at ns: UInt64, openings: OpeningSlot) {
+        let logger = context.logger
+        if openings.isBusy {
+            logger.notice("button press ignored: an opening is in progress", metadata: ["source": "button"])
+            return
+        }
+        let context = self.context
+        // The slot is marked busy before this returns: the next edge already sees it.
+        openings.start {
+            await Self.open(pressedAt: ns, context: context)
+        }
+    }
+
+    /// One opening for one press, from taking the lock to the history line.
+    private static func open(pressedAt ns: UInt64, context: DaemonContext) async {
+        var logger = context.logger
+        logger[metadataKey: "source"] = "button"
+        let config = context.config
+        let recorder: OpeningRecorder
+        switch OpeningRecorder.begin(paths: context.paths, source: "button", runtime: config.runtime, force: false, logger: logger) {
+        case .success(let taken):
+            recorder = taken
+        case .failure(let refusal):
+            logger.notice("button press ignored", metadata: ["reason": "\(refusal.message)"])
+            return
+        }
+        logger.info("button pressed; opening", metadata: ["edge_ns": "\(ns)"])
+        let opener = Opener(
+            config: config, selection: .auto, logger: logger,
+            makeAdapter: StandardAdapters.factory(credentials: context.credentials, logger: logger, link: { context.link })
+        )
+        let report = await opener.open { state, adapter in
+            recorder.stateChanged(state, adapter: adapter)
+        }
+        recorder.finished(report.result)
+        let metadata: Logger.Metadata = [
+            "outcome": "\(report.result.outcome.rawValue)", "adapter": "\(report.result.adapter?.rawValue ?? "none")",
+            "duration_ms": "\(report.result.duration.milliseconds)",
+        ]
+        if report.result.error == nil {
+            logger.info("\(report.result.message)", metadata: metadata)
+        } else {
+            logger.error("\(report.result.message)", metadata: metadata)
+        }
+    }
+
+    static func debouncer(for button: ButtonConfig, startNs: UInt64) -> ButtonDebouncer {
+        ButtonDebouncer(.init(activeLow: button.activeLow, debounceMs: UInt32(clamping: button.debounceMilliseconds), startNs: startNs))
+    }
+}
+
+/// The one opening the button may have running.
+final class OpeningSlot: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let busy = Mutex(false)
+
+    var isBusy: Bool { busy.withLock { $0 } }
+    var current: Task<Void, Never>? { task.withLock { $0 } }
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        busy.withLock { $0 = true }
+        let running = Task { [self] in
+            await body()
+            busy.withLock { $0 = false }
+        }
+        task.withLock { $0 = running }
+    }
+}

@@ -1,0 +1,142 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+import GateSystem
+import GPIO
+import Logging
+import ServiceLifecycle
+
+/// `gate daemon` (SPEC §3): everything that must be in place before systemd hears
+/// `READY=1` (a valid configuration, the runtime folder, the button's line), then
+/// one `ServiceGroup` until SIGTERM or SIGINT.
+public enum Daemon {
+    public struct Options: Sendable {
+        public var configPath: String?
+        /// A FIFO of `struct gpioevent_data` records read instead of the GPIO chip: the
+        /// way tests and demos press the button on a machine without GPIO.
+        public var buttonEvents: String?
+
+        public init(configPath: String?, buttonEvents: String?) {
+            self.configPath = configPath
+            self.buttonEvents = buttonEvents
+        }
+    }
+
+    /// How long shutdown may take: the longest opening (UDP then MQTT budgets at most)
+    /// plus a margin; past it the group is cancelled rather than left hanging.
+    static func shutdownLimit(for config: GateConfig) -> Duration {
+        .seconds(fromConfig: (config.udp?.timeout ?? 0) + (config.mqtt?.timeout ?? 0) + 5)
+    }
+
+    /// Runs until stopped; returns the process's exit status.
+    public static func run(_ options: Options, logger: Logger) async -> Int32 {
+        let startNs = MonotonicClock.now().nanoseconds
+        let config: GateConfig
+        let configPath: String
+        switch ConfigLocator(explicitPath: options.configPath).load() {
+        case .success(let (loaded, candidate)):
+            config = loaded
+            configPath = candidate.path
+        case .failure(let error):
+            logger.critical("cannot start: \(error.description)")
+            return ExitStatus.configuration
+        }
+
+        let paths: RuntimePaths
+        switch RuntimePaths.resolve().flatMap({ resolved in resolved.prepare().map { resolved } }) {
+        case .success(let resolved): paths = resolved
+        case .failure(let error):
+            logger.critical("cannot start: \(error.message)")
+            return ExitStatus.unavailable
+        }
+
+        var services: [any Service] = []
+        let button: (reader: EdgeReader, origin: String)?
+        do {
+            button = try openButton(options: options, config: config, logger: logger)
+        } catch {
+            logger.critical("cannot start: \(error)")
+            return ExitStatus.unavailable
+        }
+
+        let environment = ProcessEnvironment.current()
+        var notifier: SystemdNotifier?
+        switch SystemdNotifier.fromEnvironment(environment) {
+        case .success(let found): notifier = found
+        case .failure(let error):
+            logger.warning("systemd notification disabled: NOTIFY_SOCKET is unusable", metadata: ["error": "\(error)"])
+        }
+        let context = DaemonContext(
+            config: config, configPath: configPath, paths: paths,
+            credentials: StandardAdapters.credentials(environment: environment),
+            notifier: notifier, startNs: startNs, buttonOrigin: button?.origin, logger: logger
+        )
+        logger.info("daemon starting", metadata: [
+            "config": "\(configPath)", "runtime": "\(paths.runtimeDirectory)", "pid": "\(getpid())",
+        ])
+
+        services.append(StatusKeeperService(context: context))
+        services.append(ConfigService(context: context))
+        services.append(LinkService(context: context))
+        if let button {
+            services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
+        }
+        // Last: shut down first, so that STOPPING=1 leaves at once (see NotifierService).
+        services.append(NotifierService(
+            context: context,
+            watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment, pid: getpid())
+        ))
+
+        var configuration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+        )
+        configuration.maximumGracefulShutdownDuration = shutdownLimit(for: config)
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch {
+            logger.critical("daemon stopped by a failure", metadata: ["error": "\(error)"])
+            return ExitStatus.software
+        }
+        logger.info("daemon stopped")
+        return ExitStatus.success
+    }
+
+    private static func openButton(options: Options, config: GateConfig, logger: Logger) throws -> (reader: EdgeReader, origin: String)? {
+        if let path = options.buttonEvents {
+            let fd = try EventFIFO.open(path)
+            return (try EdgeReader(fd: fd), "events FIFO \(path)")
+        }
+        guard let button = config.button else {
+            logger.notice("no [button] table in the configuration: the daemon runs without a push button")
+            return nil
+        }
+        let line = try ButtonLine.open(chip: button.chip, line: UInt32(clamping: button.line), activeLow: button.activeLow)
+        return (try EdgeReader(line: line), "\(button.chip) line \(button.line)")
+    }
+}
+
+/// Opens the test and demo source of button events.
+enum EventFIFO {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Read-write, so that the FIFO always has a writer (this process) and never
+    /// reports end of input between two writers: a harness may open and close it
+    /// for every press.
+    static func open(_ path: String) throws(Failure) -> Int32 {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw Failure(description: "cannot read button events from \(path): \(SystemError("stat", code: errno))")
+        }
+        guard info.st_mode & S_IFMT == S_IFIFO else {
+            throw Failure(description: "cannot read button events from \(path): not a FIFO (make one with mkfifo)")
+        }
+        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw Failure(description: "cannot read button events from \(path): \(SystemError("open", code: errno))")
+        }
+        return fd
+    }
+}

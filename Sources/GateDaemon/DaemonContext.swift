@@ -1,0 +1,73 @@
+import GateCore
+import GateSystem
+import Logging
+import Synchronization
+
+/// What the daemon's services share: the running configuration (replaced whole
+/// on a good reload), the warm MQTT link, and where the runtime files live.
+///
+/// Services learn of a new configuration through `updates()`; each gets its
+/// own stream, so none can miss a reload while another is slow.
+public final class DaemonContext: Sendable {
+    public let logger: Logger
+    public let paths: RuntimePaths
+    /// The file the configuration was read from, re-read on reload.
+    public let configPath: String
+    public let credentials: CredentialLookup
+    public let notifier: SystemdNotifier?
+    /// When the daemon started, on CLOCK_MONOTONIC (the clock of the button's edges).
+    public let startNs: UInt64
+    /// Where presses come from ("gpiochip0 line 17"); nil without a button.
+    public let buttonOrigin: String?
+
+    private let current: Mutex<GateConfig>
+    private let subscribers = Mutex<[AsyncStream<GateConfig>.Continuation]>([])
+    private let linkSlot = Mutex<MQTTLink?>(nil)
+
+    public init(
+        config: GateConfig, configPath: String, paths: RuntimePaths, credentials: CredentialLookup,
+        notifier: SystemdNotifier?, startNs: UInt64, buttonOrigin: String?, logger: Logger
+    ) {
+        self.current = Mutex(config)
+        self.configPath = configPath
+        self.paths = paths
+        self.credentials = credentials
+        self.notifier = notifier
+        self.startNs = startNs
+        self.buttonOrigin = buttonOrigin
+        self.logger = logger
+    }
+
+    public var config: GateConfig { current.withLock { $0 } }
+
+    /// Replaces the running configuration and tells every subscriber.
+    func apply(_ config: GateConfig) {
+        current.withLock { $0 = config }
+        for subscriber in subscribers.withLock({ $0 }) {
+            subscriber.yield(config)
+        }
+    }
+
+    /// Every configuration applied from now on; the newest only if the reader lags.
+    func updates() -> AsyncStream<GateConfig> {
+        let (stream, continuation) = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
+        subscribers.withLock { $0.append(continuation) }
+        return stream
+    }
+
+    /// The warm link openings should use, if one is up or coming up.
+    var link: MQTTLink? { linkSlot.withLock { $0 } }
+
+    func setLink(_ link: MQTTLink?) {
+        linkSlot.withLock { $0 = link }
+    }
+
+    /// Sends a notification to systemd when it asked for them; failures are logged only:
+    /// the daemon's work does not depend on systemd hearing it.
+    func notify(_ fields: [String]) {
+        guard let notifier else { return }
+        if let failure = notifier.send(fields) {
+            logger.warning("cannot notify systemd", metadata: ["error": "\(failure)"])
+        }
+    }
+}

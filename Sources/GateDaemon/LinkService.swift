@@ -1,0 +1,144 @@
+import GateCore
+import GateSystem
+import Logging
+import ServiceLifecycle
+
+/// Keeps the warm MQTT link (SPEC §3 `gate daemon`) for the running configuration,
+/// and records relay cycles seen on the status topic that no local opening caused
+/// as openings with source `elsewhere` (status file, history, cooldown).
+///
+/// A reload that changes `[mqtt]` replaces the link; one that removes it closes it.
+struct LinkService: Service, CustomStringConvertible {
+    var description: String { "mqtt-link" }
+    let context: DaemonContext
+
+    /// A `1` this soon after a local opening ended is that opening's late echo
+    /// through the broker, not a new cycle.
+    static let echoWindow = Duration.milliseconds(1000)
+
+    enum Input: Sendable {
+        case status(payload: [UInt8], at: MonotonicInstant)
+        case timer(at: MonotonicInstant)
+        case config(GateConfig)
+    }
+
+    func run() async {
+        let logger = context.logger
+        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let reloads = Task {
+            for await config in context.updates() { continuation.yield(.config(config)) }
+        }
+        defer { reloads.cancel() }
+
+        var mqtt = context.config.mqtt
+        var link = startLink(mqtt, into: continuation)
+        var observer = RelayObserver(releaseBudget: .seconds(fromConfig: mqtt?.timeout ?? MQTTConfig.defaultTimeout))
+        var cycle: OpeningRecorder?
+        var timer: Task<Void, Never>?
+
+        for await input in inputs.cancelOnGracefulShutdown() {
+            var actions: [RelayObserver.Action] = []
+            switch input {
+            case .config(let config):
+                guard config.mqtt != mqtt else { continue }
+                link?.stop()
+                mqtt = config.mqtt
+                logger.info(mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration")
+                link = startLink(mqtt, into: continuation)
+                if observer.activeSince == nil {
+                    observer = RelayObserver(releaseBudget: .seconds(fromConfig: mqtt?.timeout ?? MQTTConfig.defaultTimeout))
+                }
+            case .timer(let at):
+                actions = observer.handle(.timerFired(at: at))
+            case .status(let payload, let at):
+                guard let mqtt, let report = RelayObserver.report(for: MQTTStatusDecoder.event(for: payload, topic: mqtt.statusTopic)) else { continue }
+                var local = false
+                if report == .activated, observer.activeSince == nil {
+                    // The lock says whether a local opening owns this cycle; holding it
+                    // also keeps local openings out while the relay is held elsewhere.
+                    switch OpeningRecorder.begin(paths: context.paths, source: "elsewhere", runtime: context.config.runtime, force: true, logger: logger) {
+                    case .success(let recorder):
+                        if let end = recorder.previousEnd, MonotonicClock.now().duration(since: end) < Self.echoWindow {
+                            local = true
+                        } else {
+                            cycle = recorder
+                        }
+                    case .failure:
+                        local = true
+                    }
+                }
+                actions = observer.handle(.report(report, at: at, local: local))
+            }
+            for action in actions {
+                switch action {
+                case .began:
+                    logger.notice("relay activated by someone else (seen on the status topic)", metadata: ["source": "elsewhere"])
+                    cycle?.stateChanged(.waitingForRelayClose, adapter: .mqtt)
+                case .ended(let released, let duration):
+                    timer?.cancel()
+                    let result = Self.result(released: released, duration: duration)
+                    cycle?.finished(result)
+                    cycle = nil
+                    if released {
+                        logger.notice("\(result.message)", metadata: ["source": "elsewhere", "duration_ms": "\(duration.milliseconds)"])
+                    } else {
+                        logger.warning("\(result.message)", metadata: ["source": "elsewhere"])
+                    }
+                case .armTimer(let at):
+                    timer?.cancel()
+                    timer = Task {
+                        try? await Task.sleep(for: at.duration(since: MonotonicClock.now()))
+                        guard !Task.isCancelled else { return }
+                        continuation.yield(.timer(at: at))
+                    }
+                case .ignoredInvalid(let why):
+                    logger.warning("status topic: \(why)")
+                }
+            }
+        }
+        timer?.cancel()
+        link?.stop()
+        context.setLink(nil)
+    }
+
+    private func startLink(_ mqtt: MQTTConfig?, into continuation: AsyncStream<Input>.Continuation) -> MQTTLink? {
+        guard let mqtt else {
+            context.setLink(nil)
+            return nil
+        }
+        do {
+            let link = try MQTTLink(config: mqtt, credentials: context.credentials, logger: context.logger) { payload, retained in
+                // Retained status is whatever the relay did last time: stale by definition.
+                guard !retained else { return }
+                continuation.yield(.status(payload: payload, at: MonotonicClock.now()))
+            }
+            if let failure = link.start() {
+                context.logger.error("cannot start the MQTT link", metadata: ["error": "\(SystemError("pthread_create", code: failure))"])
+                context.setLink(nil)
+                return nil
+            }
+            context.setLink(link)
+            return link
+        } catch {
+            context.logger.error("cannot start the MQTT link", metadata: ["error": "\(SystemError("pipe", code: error.code))"])
+            context.setLink(nil)
+            return nil
+        }
+    }
+
+    static func result(released: Bool, duration: Duration) -> OpeningResult {
+        if released {
+            return OpeningResult(
+                error: nil, adapter: .mqtt, duration: duration,
+                attempts: [AttemptRecord(adapter: .mqtt, outcome: .success, reason: nil, duration: duration)],
+                message: "relay cycle confirmed, caused elsewhere (seen on the status topic)"
+            )
+        }
+        let reason = "relay activated elsewhere but its release was never reported"
+        return OpeningResult(
+            error: .operationTimeout, adapter: .mqtt, duration: duration,
+            attempts: [AttemptRecord(adapter: .mqtt, outcome: .timeout, reason: reason, duration: duration)],
+            message: reason
+        )
+    }
+}

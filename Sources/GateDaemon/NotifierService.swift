@@ -1,0 +1,37 @@
+import GateCore
+import GateSystem
+import Logging
+import ServiceLifecycle
+
+/// Tells systemd how the daemon is (SPEC §3, `Type=notify`): `READY=1` once the
+/// services run, `WATCHDOG=1` every half of `$WATCHDOG_USEC`, and `STOPPING=1`
+/// as soon as shutdown begins.
+///
+/// It is the last service of the group, so graceful shutdown (which goes in
+/// reverse order) reaches it first: `STOPPING=1` leaves before the button's
+/// opening in flight is waited for.
+struct NotifierService: Service, CustomStringConvertible {
+    var description: String { "systemd-notify" }
+    let context: DaemonContext
+    let watchdogInterval: Duration?
+
+    func run() async {
+        context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
+        context.logger.info("daemon ready", metadata: ["status": "\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
+        if let interval = watchdogInterval {
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+                do {
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                } catch {
+                    break
+                }
+                guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
+                context.notify(["WATCHDOG=1"])
+            }
+        } else {
+            try? await gracefulShutdown()
+        }
+        context.notify(["STOPPING=1", "STATUS=stopping"])
+        context.logger.info("daemon stopping")
+    }
+}

@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+import GateSystem
+import Logging
+import ServiceLifecycle
+
+/// Keeps `status.json` saying what readers would conclude anyway (SPEC §6): a
+/// `timeout`/`error` past its `reset_at` becomes `ready`, and a busy record whose
+/// opener died (its flock is gone) becomes `ready` with `last.outcome =
+/// "interrupted"`. A panel script that reads the file with `jq` instead of
+/// `gate status` then never shows a stuck state either.
+///
+/// Rewrites happen under the opening lock, so they never race a live opener; the
+/// keeper wakes on changes of the runtime folder (inotify) and at `reset_at`, and
+/// does nothing while nothing happens.
+struct StatusKeeperService: Service, CustomStringConvertible {
+    var description: String { "status-keeper" }
+    let context: DaemonContext
+
+    /// How often a busy record is checked for a dead opener: a killed opener's
+    /// lock goes without a file event when another process keeps the file open.
+    static let busyRecheck = Duration.seconds(1)
+
+    func run() async {
+        let logger = context.logger
+        let (nudges, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        var watch: FileChangeWatch?
+        var forward: Task<Void, Never>?
+        do {
+            let started = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json", "lock"])
+            watch = started
+            forward = Task {
+                for await _ in started.changes { continuation.yield(()) }
+            }
+        } catch {
+            logger.warning("the status file is not watched; it is tidied at its reset times only", metadata: ["error": "\(error)"])
+        }
+        defer {
+            forward?.cancel()
+            watch?.stop()
+        }
+
+        var timer: Task<Void, Never>?
+        continuation.yield(())
+        for await _ in nudges.cancelOnGracefulShutdown() {
+            timer?.cancel()
+            if let wait = tidy() {
+                timer = Task {
+                    try? await Task.sleep(for: wait)
+                    guard !Task.isCancelled else { return }
+                    continuation.yield(())
+                }
+            }
+        }
+        timer?.cancel()
+    }
+
+    /// Brings the file in line with its effective record; returns when to look again.
+    private func tidy() -> Duration? {
+        let paths = context.paths
+        let now = WallClock.iso8601()
+        guard let record = StatusFile.read(paths.statusFile) else {
+            // No file yet (a fresh boot): widgets get a `ready` to show.
+            rewrite { StatusFile.read(paths.statusFile) == nil ? .initial(now: now) : nil }
+            return nil
+        }
+        let held = OpeningLock.isHeld(path: paths.lockFile)
+        let effective = record.effective(now: now, lockHeld: held)
+        if effective != record {
+            rewrite {
+                // Read again under the lock: an opener may have finished in between.
+                guard let fresh = StatusFile.read(paths.statusFile) else { return nil }
+                let settled = fresh.effective(now: WallClock.iso8601(), lockHeld: false)
+                return settled == fresh ? nil : settled
+            }
+            return nil
+        }
+        switch record.state {
+        case .timeout, .error:
+            return record.resetAt.flatMap { WallClock.duration(until: $0) }.map { $0 + .milliseconds(5) }
+        case .triggering, .waitingForRelayClose:
+            return Self.busyRecheck
+        case .ready:
+            return nil
+        }
+    }
+
+    /// Writes what `replacement` returns while holding the opening lock; skipped when
+    /// an opener holds it (that opener writes the file itself).
+    private func rewrite(_ replacement: () -> StatusRecord?) {
+        let paths = context.paths
+        let acquired = OpeningLock.acquire(path: paths.lockFile, pid: getpid(), source: "daemon", since: WallClock.iso8601())
+        guard case .success(.acquired(let lock)) = acquired else { return }
+        if let record = replacement() {
+            if let failure = StatusFile.write(record, to: paths.statusFile) {
+                context.logger.warning("cannot write the status file", metadata: ["error": "\(failure)"])
+            } else {
+                context.logger.debug("status file tidied", metadata: ["state": "\(record.state.rawValue)", "outcome": "\(record.last?.outcome.rawValue ?? "none")"])
+            }
+        }
+        withExtendedLifetime(lock) {}
+    }
+}
