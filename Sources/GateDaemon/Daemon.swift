@@ -32,6 +32,9 @@ public enum Daemon {
     /// Runs until stopped; returns the process's exit status.
     public static func run(_ options: Options, logger: Logger) async -> Int32 {
         let startNs = MonotonicClock.now().nanoseconds
+        // A SIGHUP (`systemctl reload`) that comes before the reload service traps it
+        // must not kill the daemon, which is SIGHUP's default; the trap replaces this.
+        signal(SIGHUP, SIG_IGN)
         let config: GateConfig
         let configPath: String
         switch ConfigLocator(explicitPath: options.configPath).load() {
