@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import GateCore
 
 @main
@@ -21,4 +24,13 @@ struct GateCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var globals: GlobalOptions
+
+    /// `gate open` in its common forms skips ArgumentParser (see `OpenRequest+FastPath`);
+    /// everything else, help and errors included, goes through it.
+    static func main() async {
+        if let request = OpenRequest(fastArguments: CommandLine.arguments.dropFirst()) {
+            Glibc.exit(await request.perform())
+        }
+        await main(nil)
+    }
 }

@@ -17,7 +17,10 @@ struct GlobalOptions: ParsableArguments {
 
     /// The level from `--log-level`, else from the number of `-v`, else warnings only.
     var effectiveLogLevel: Logger.Level {
-        if let logLevel { return logLevel.level }
+        logLevel?.level ?? Self.level(verbose: verbose)
+    }
+
+    static func level(verbose: Int) -> Logger.Level {
         switch verbose {
         case 0: return .warning
         case 1: return .info

@@ -44,74 +44,20 @@ struct OpenCommand: AsyncParsableCommand {
     var force = false
 
     func validate() throws {
-        let allowed = source.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
-        }
-        guard !source.isEmpty, source.utf8.count <= 32, allowed else {
+        guard OpenRequest.isValidSource(source) else {
             throw ValidationError("--source must be 1 to 32 letters, digits, '-' or '_'")
         }
     }
 
-    func run() async throws {
-        // A reader that went away (`gate open | head -0`) must not kill an opening after
-        // the trigger left: the status, the history and the cooldown still get written.
-        signal(SIGPIPE, SIG_IGN)
-        var logger = globals.makeLogger()
-        logger[metadataKey: "source"] = "\(source)"
-        let display = StateDisplay(mode: json ? .quiet : (Terminal.isTerminal(1) ? .live : .lines))
-
-        let config: GateConfig
-        switch ConfigLocator(explicitPath: globals.config).load() {
-        case .success(let (loaded, candidate)):
-            config = loaded
-            logger.debug("configuration loaded", metadata: ["file": "\(candidate.path)"])
-        case .failure(let error):
-            let result = OpeningResult(error: .configurationMissing, adapter: nil, duration: .zero, attempts: [], message: error.description)
-            report(result, display: display, problems: error.problems.map(\.description))
-            throw ExitCode(result.exitCode)
-        }
-
-        let recorder: OpeningRecorder
-        let began = RuntimePaths.resolve().mapError { OpeningRecorder.Refusal.unavailable($0.message) }
-            .flatMap { OpeningRecorder.begin(paths: $0, source: source, runtime: config.runtime, force: force, logger: logger) }
-        switch began {
-        case .success(let taken):
-            recorder = taken
-        case .failure(let refusal):
-            let error: GateKeeperError
-            switch refusal {
-            case .inProgress, .cooldown: error = .operationInProgress
-            case .unavailable: error = .configurationMissing
-            }
-            let result = OpeningResult(error: error, adapter: nil, duration: .zero, attempts: [], message: refusal.message)
-            report(result, display: display, problems: [])
-            throw ExitCode(result.exitCode)
-        }
-
-        let adapters = StandardAdapters.factory(credentials: StandardAdapters.credentials(), logger: logger)
-        let opener = Opener(config: config, selection: via, logger: logger, makeAdapter: adapters)
-        let outcome = await opener.open { state, adapter in
-            display.show(state, adapter: adapter)
-            recorder.stateChanged(state, adapter: adapter)
-        }
-        recorder.finished(outcome.result)
-        report(outcome.result, display: display, problems: [])
-        if outcome.result.exitCode != ExitStatus.success {
-            throw ExitCode(outcome.result.exitCode)
-        }
+    var request: OpenRequest {
+        OpenRequest(via: via, json: json, source: source, force: force, config: globals.config, logLevel: globals.effectiveLogLevel)
     }
 
-    private func report(_ result: OpeningResult, display: StateDisplay, problems: [String]) {
-        display.finish()
-        if json {
-            Terminal.printLine(result.json.serialized())
-            return
+    func run() async throws {
+        let status = await request.perform()
+        if status != ExitStatus.success {
+            throw ExitCode(status)
         }
-        if result.error == nil {
-            Terminal.printLine(result.message)
-            return
-        }
-        Terminal.printError(display.failureText(result, problems: problems))
     }
 }
 
