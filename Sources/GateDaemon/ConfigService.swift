@@ -13,6 +13,10 @@ import UnixSignals
 struct ConfigService: Service, CustomStringConvertible {
     var description: String { "config-reload" }
     let context: DaemonContext
+    /// SIGHUP, trapped by `Daemon.run` before the group starts: a trap set up here would
+    /// race `READY=1` (sent by another service), and a SIGHUP in between was lost (ignored
+    /// by the early `SIG_IGN`) or, without it, ended the daemon.
+    let hangups: UnixSignalsSequence
 
     /// File events come in bursts (create, write, close, rename): they are let
     /// settle this long, then the file is read once.
@@ -26,28 +30,30 @@ struct ConfigService: Service, CustomStringConvertible {
     func run() async {
         let logger = context.logger
         let (triggers, continuation) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(4))
-        let signals = await UnixSignalsSequence(trapping: .sighup)
-        let hangups = Task {
+        let hangups = Task { [signals = self.hangups] in
             for await _ in signals { continuation.yield(.hangup) }
         }
-        var watch: FileChangeWatch?
-        var fileEvents: Task<Void, Never>?
-        do {
-            let (folder, name) = Self.split(context.configPath)
-            let started = try FileChangeWatch(directory: folder, names: [name])
-            watch = started
-            fileEvents = Task {
-                for await _ in started.changes { continuation.yield(.fileChanged) }
+        // The link itself and, for a symlinked file (a config kept in a repository, say),
+        // its target: an edit of the target makes no event in the link's folder.
+        var watches: [FileChangeWatch] = []
+        var fileEvents: [Task<Void, Never>] = []
+        for place in Self.watchedPlaces(of: context.configPath) {
+            do {
+                let started = try FileChangeWatch(directory: place.folder, names: [place.name])
+                watches.append(started)
+                fileEvents.append(Task {
+                    for await _ in started.changes { continuation.yield(.fileChanged) }
+                })
+            } catch {
+                logger.warning("configuration file changes are not watched; reload with SIGHUP", metadata: [
+                    "file": "\(place.folder)/\(place.name)", "error": "\(error)",
+                ])
             }
-        } catch {
-            logger.warning("configuration file changes are not watched; reload with SIGHUP", metadata: [
-                "file": "\(context.configPath)", "error": "\(error)",
-            ])
         }
         defer {
             hangups.cancel()
-            fileEvents?.cancel()
-            watch?.stop()
+            for task in fileEvents { task.cancel() }
+            for watch in watches { watch.stop() }
         }
 
         for await trigger in triggers.cancelOnGracefulShutdown() {
@@ -91,6 +97,18 @@ struct ConfigService: Service, CustomStringConvertible {
             context.apply(config)
             context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: config, button: context.buttonOrigin))"])
         }
+    }
+
+    /// The configuration file's folder and name, and its symlink target's when it has one.
+    static func watchedPlaces(of path: String) -> [(folder: String, name: String)] {
+        var places = [split(path)]
+        if let resolved = realpath(path, nil) {
+            let target = String(cString: resolved)
+            free(resolved)
+            let place = split(target)
+            if place != places[0] { places.append(place) }
+        }
+        return places
     }
 
     static func split(_ path: String) -> (folder: String, name: String) {

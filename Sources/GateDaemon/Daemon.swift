@@ -6,6 +6,7 @@ import GateSystem
 import GPIO
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 /// `gate daemon` (SPEC §3): everything that must be in place before systemd hears
 /// `READY=1` (a valid configuration, the runtime folder, the button's line), then
@@ -80,7 +81,10 @@ public enum Daemon {
         ])
 
         services.append(StatusKeeperService(context: context))
-        services.append(ConfigService(context: context))
+        // Trapped (and registered) before any service runs, so before READY=1: systemd may
+        // send the first SIGHUP the moment it hears READY=1.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        services.append(ConfigService(context: context, hangups: hangups))
         services.append(LinkService(context: context))
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
