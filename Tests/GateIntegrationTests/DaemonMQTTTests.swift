@@ -60,6 +60,8 @@ extension DaemonTests {
             let final = DaemonFiles.last(daemon.status())
             #expect(final?["outcome"] as? String == "success", "\(String(describing: final))\n\(daemon.log)")
             #expect(final?["adapter"] as? String == "mqtt")
+            // Through the warm link: the opening made no connection of its own.
+            #expect(daemon.logLines(containing: "connecting afresh").isEmpty, "\(daemon.log)")
             let history = try daemon.history()
             #expect(history.map { $0["adapter"] as? String } == ["udp", "mqtt"], "\(history)")
             #expect(history.allSatisfy { $0["source"] as? String == "button" && $0["outcome"] as? String == "success" })
