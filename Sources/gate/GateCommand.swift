@@ -20,7 +20,7 @@ struct GateCommand: AsyncParsableCommand {
             124 relay activated but never released.
             """,
         version: GateVersion.current,
-        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self, DaemonCommand.self]
+        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self, DaemonCommand.self, DoctorCommand.self]
     )
 
     @OptionGroup var globals: GlobalOptions

@@ -1,0 +1,108 @@
+import GateCore
+import Logging
+
+/// `gate doctor`: every check in `DoctorCheck` order, each run even when an
+/// earlier one failed, unless it needs what that one would have provided (no
+/// valid configuration: nothing configuration-bound can be checked).
+public enum Doctor {
+    /// - Parameter button: requests and releases the button's GPIO line; passed in
+    ///   because libgpiod lives with the daemon, not here.
+    public static func examine(
+        configPath: String?,
+        environment: [String: String] = ProcessEnvironment.current(),
+        logger: Logger,
+        button: (ButtonConfig) -> ButtonFacts
+    ) -> DoctorReport {
+        var findings: [DoctorFinding] = []
+        let user = DoctorProbe.user()
+
+        let (configFacts, loaded) = DoctorProbe.config(explicitPath: configPath, environment: environment)
+        findings.append(DoctorVerdict.config(configFacts))
+
+        findings += folders(environment: environment, user: user)
+
+        guard let (config, file) = loaded else {
+            let why = "not checked: no valid configuration"
+            for check in [DoctorCheck.udp, .mqttPassword, .mqttTCP, .mqttConnect, .gpio] {
+                findings.append(.skip(check, why))
+            }
+            return DoctorReport(findings: findings)
+        }
+
+        if let udp = config.udp {
+            let facts = DoctorProbe.udp(udp)
+            logger.debug("doctor: udp", metadata: ["host": "\(udp.host)", "facts": "\(facts)"])
+            findings.append(DoctorVerdict.udp(facts, host: udp.host, file: file, mqttConfigured: config.mqtt != nil))
+        } else {
+            findings.append(.skip(.udp, "no [udp] table: openings use MQTT only"))
+        }
+
+        findings += mqtt(config.mqtt, file: file, environment: environment, logger: logger)
+
+        if let buttonConfig = config.button {
+            findings.append(DoctorVerdict.button(button(buttonConfig), button: buttonConfig, file: file, user: user))
+        } else {
+            findings.append(.skip(.gpio, "no [button] table: this host reads no push button"))
+        }
+        return DoctorReport(findings: findings)
+    }
+
+    private static func mqtt(_ mqtt: MQTTConfig?, file: String, environment: [String: String], logger: Logger) -> [DoctorFinding] {
+        guard let mqtt else {
+            let why = "no [mqtt] table: no MQTT fallback"
+            return [.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)]
+        }
+        var findings: [DoctorFinding] = []
+        // Released (and so wiped) when this function returns.
+        var password: Secret?
+        var loginPossible = true
+        if let username = mqtt.username {
+            let (facts, secret) = DoctorProbe.password(environment: environment)
+            password = secret
+            let finding = DoctorVerdict.password(facts, username: username)
+            loginPossible = !finding.failed
+            findings.append(finding)
+        } else {
+            findings.append(.skip(.mqttPassword, "no mqtt.username: the broker is asked for an anonymous login"))
+        }
+
+        let tcp = DoctorVerdict.tcp(DoctorBroker.tcp(mqtt), mqtt: mqtt, file: file)
+        findings.append(tcp)
+        if tcp.failed {
+            findings.append(.skip(.mqttConnect, "not checked: the broker cannot be reached over TCP"))
+        } else if !loginPossible {
+            findings.append(.skip(.mqttConnect, "not checked: no usable password for mqtt.username"))
+        } else {
+            let facts = DoctorBroker.connect(mqtt, password: password)
+            logger.debug("doctor: broker", metadata: ["broker": "\(DoctorVerdict.endpoint(mqtt))", "facts": "\(facts)"])
+            findings.append(DoctorVerdict.broker(facts, mqtt: mqtt, file: file))
+        }
+        return findings
+    }
+
+    /// The runtime and the state folder. `RuntimePaths.resolve` reports only the first
+    /// folder it cannot choose; each is asked for again with the other one given, so
+    /// that both are checked and each failure carries its own words.
+    private static func folders(environment: [String: String], user: DoctorUser) -> [DoctorFinding] {
+        var stateGiven = environment
+        stateGiven["GATE_STATE_DIR"] = "/"
+        var runtimeGiven = environment
+        runtimeGiven["GATE_RUNTIME_DIR"] = "/"
+        let runtime: DoctorFinding
+        switch RuntimePaths.resolve(environment: stateGiven) {
+        case .success(let paths):
+            let (folder, lock, sharedUnwritable) = DoctorProbe.runtime(paths, environment: environment)
+            runtime = DoctorVerdict.runtime(folder, lock: lock, sharedUnwritable: sharedUnwritable, user: user)
+        case .failure(let error):
+            runtime = DoctorVerdict.unresolved(.runtime, error.message)
+        }
+        let state: DoctorFinding
+        switch RuntimePaths.resolve(environment: runtimeGiven) {
+        case .success(let paths):
+            state = DoctorVerdict.state(DoctorProbe.state(paths, environment: environment), user: user)
+        case .failure(let error):
+            state = DoctorVerdict.unresolved(.state, error.message)
+        }
+        return [runtime, state]
+    }
+}

@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import GateCore
+import Mosquitto
+import Synchronization
+import Threading
+
+/// `gate doctor`'s two looks at the broker, each bounded by `mqtt.timeout`: a bare
+/// TCP connection, then an MQTT CONNECT (TLS when configured) up to the CONNACK.
+/// Neither subscribes nor publishes: a doctor must never trigger the relay.
+public enum DoctorBroker {
+    /// Connects and closes at once, sending nothing.
+    public static func tcp(_ mqtt: MQTTConfig) -> TCPFacts {
+        let address: SocketAddress
+        switch HostResolver.resolve(host: mqtt.host, port: mqtt.port) {
+        case .success(let resolved): address = resolved
+        case .failure(let failure): return .failed(failure.message)
+        }
+        let started = MonotonicClock.now()
+        let deadline = started + .seconds(fromConfig: mqtt.timeout)
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .failed(SystemError("socket").description) }
+        defer { close(fd) }
+        let status = address.withSockAddr { Glibc.connect(fd, $0, $1) }
+        if status != 0 {
+            guard errno == EINPROGRESS else { return .failed(SystemError("connect").description) }
+            // Nonblocking, so that a host that drops packets cannot hold the doctor past the budget.
+            guard wait(for: fd, events: Int16(POLLOUT), until: deadline) else { return .noAnswer }
+            var code: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return .failed(SystemError("getsockopt").description) }
+            if code != 0 { return .failed(SystemError("connect", code: code).description) }
+        }
+        return .connected(MonotonicClock.now().duration(since: started))
+    }
+
+    /// Logs in as an opening would (same TLS settings, user and password) and
+    /// disconnects after the CONNACK. `password` is used for the login only.
+    public static func connect(_ mqtt: MQTTConfig, password: Secret?) -> BrokerFacts {
+        let started = MonotonicClock.now()
+        let deadline = started + .seconds(fromConfig: mqtt.timeout)
+        let probe: BrokerProbe
+        do {
+            probe = try BrokerProbe(started: started, tls: mqtt.tls)
+        } catch {
+            return .setupFailed("cannot make a wake-up pipe: \(SystemError("pipe", code: error.code))")
+        }
+        if let failure = OSThread.detach({ probe.run(mqtt, password: password) }) {
+            return .setupFailed(SystemError("pthread_create", code: failure).description)
+        }
+        // libmosquitto's connect blocks (DNS, TCP, TLS handshake) on the probe's thread;
+        // past the budget that thread is left behind and the answer is "no answer".
+        if !wait(for: probe.settled.fd, events: Int16(POLLIN), until: deadline) {
+            probe.settle(.noAnswer)
+        }
+        // Let the thread say goodbye to the broker (DISCONNECT), briefly; one still stuck
+        // inside libmosquitto's connect has nothing to say and is not waited for.
+        if probe.isPastConnect {
+            _ = wait(for: probe.finished.fd, events: Int16(POLLIN), until: MonotonicClock.now() + .milliseconds(500))
+        }
+        return probe.outcome ?? .noAnswer
+    }
+
+    /// Polls one descriptor until it is ready or the deadline passes (false then).
+    static func wait(for fd: Int32, events: Int16, until deadline: MonotonicInstant) -> Bool {
+        while true {
+            let now = MonotonicClock.now()
+            guard now < deadline else { return false }
+            let timeoutMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
+            var fds = [pollfd(fd: fd, events: events, revents: 0)]
+            let ready = poll(&fds, 1, timeoutMs)
+            if ready < 0, errno == EINTR { continue }
+            return ready > 0
+        }
+    }
+}
+
+/// One CONNECT and its CONNACK, from the thread that owns the client.
+final class BrokerProbe: Sendable {
+    /// MOSQ_ERR_TLS of mosquitto.h: the handshake failed inside `mosquitto_connect`.
+    static let tlsErrorCode: Int32 = 8
+
+    let started: MonotonicInstant
+    let tls: Bool
+    /// Signalled once the outcome is known (by the broker, the library, or the budget).
+    let settled: WakeSignal
+    /// Signalled when the thread has let go of the client.
+    let finished: WakeSignal
+    private let result = Mutex<BrokerFacts?>(nil)
+    /// Past libmosquitto's blocking connect: the thread will end (and disconnect) promptly.
+    private let connectReturned = Mutex(false)
+    private let connackSeen = Mutex(false)
+    /// The library's last error log line: TLS failures are only described there.
+    private let lastError = Mutex<String?>(nil)
+
+    init(started: MonotonicInstant, tls: Bool) throws(WakeSignalError) {
+        self.started = started
+        self.tls = tls
+        settled = try WakeSignal()
+        finished = try WakeSignal()
+    }
+
+    var outcome: BrokerFacts? { result.withLock { $0 } }
+    var isPastConnect: Bool { connectReturned.withLock { $0 } }
+
+    /// The first outcome wins; later ones (a disconnect after a refusal) add nothing.
+    func settle(_ facts: BrokerFacts) {
+        let first = result.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = facts
+            return true
+        }
+        if first { settled.signal() }
+    }
+
+    func run(_ mqtt: MQTTConfig, password: Secret?) {
+        defer { finished.signal() }
+        let client: MosquittoClient
+        do {
+            client = try MosquittoClient(clientID: MQTTAdapter.clientID(prefix: mqtt.clientIDPrefix)) { [self] event in
+                handle(event)
+            }
+            if let username = mqtt.username {
+                try password.map { secret in
+                    try secret.withBytes { try client.setCredentials(username: username, password: $0) }
+                } ?? client.setCredentials(username: username, password: nil)
+            }
+            if mqtt.tls {
+                try client.enableTLS(.init(caFile: mqtt.caFile))
+            }
+        } catch {
+            settle(.setupFailed("\(error)"))
+            return
+        }
+        do throws(MosquittoError) {
+            try client.connect(host: mqtt.host, port: Int32(mqtt.port), keepAlive: 60)
+        } catch {
+            let words = error.description + lastErrorSuffix
+            settle(tls && error.code == Self.tlsErrorCode ? .tlsFailed(words) : .connectFailed(words))
+            return
+        }
+        // Before the loop starts: the CONNACK it reads can settle the outcome at once,
+        // and the caller must then already know to wait for the DISCONNECT below.
+        connectReturned.withLock { $0 = true }
+        do {
+            try client.startLoop()
+        } catch {
+            settle(.connectFailed(error.description))
+            return
+        }
+        // The budget is the caller's: it settles `.noAnswer` when it gives up, which ends this wait.
+        var fds = [pollfd(fd: settled.fd, events: Int16(POLLIN), revents: 0)]
+        while poll(&fds, 1, -1) < 0, errno == EINTR {}
+        client.disconnect()
+        client.stopLoop(force: false)
+    }
+
+    private var lastErrorSuffix: String {
+        lastError.withLock { $0 }.map { " (\($0))" } ?? ""
+    }
+
+    /// Runs on libmosquitto's thread (and, for log lines, inside `connect`).
+    private func handle(_ event: MosquittoEvent) {
+        switch event {
+        case .connected(let code):
+            connackSeen.withLock { $0 = true }
+            if code == 0 {
+                settle(.accepted(MonotonicClock.now().duration(since: started)))
+            } else {
+                settle(.refused(code: code, words: MosquittoError.connackWords(for: code)))
+            }
+        case .disconnected(let code):
+            guard code != 0 else { return }
+            settle(.closed(lastError.withLock { $0 } ?? MosquittoError.words(for: code)))
+        case .log(let level, let text):
+            guard level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning else { return }
+            lastError.withLock { $0 = text }
+            // A handshake that fails inside the network loop is only logged, with no
+            // disconnect callback after it.
+            if level == MosquittoLogLevel.error, tls, !connackSeen.withLock({ $0 }) {
+                settle(.tlsFailed(text))
+            }
+        case .subscribed, .message, .published:
+            break
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import GateCore
+import GateDaemon
+import GateSystem
+
+struct DoctorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check everything an opening needs, and say how to fix what is missing.",
+        discussion: """
+            Checks, in this order, as the account that runs it:
+              config         the configuration is found and valid
+              runtime        the runtime folder is writable, its lock readable and writable
+              state          the state folder (history) is writable or can be made
+              udp            the ESP32's address is on-link or loopback
+              mqtt-password  the MQTT password is found (never shown)
+              mqtt-tcp       the broker accepts a TCP connection
+              mqtt-connect   TLS handshake (if configured) and login, up to the CONNACK
+              gpio           the button's GPIO line can be requested (with [button])
+
+            The GPIO line is released at once; a line held by a running `gate daemon` \
+            counts as working. A /run/gate that exists but that this account cannot write \
+            fails the runtime check: its openings would not share the service's lock.
+
+            Nothing is ever sent to the ESP32 and nothing is published or subscribed on \
+            the broker: the doctor cannot trigger the relay. Each network check is bounded \
+            by mqtt.timeout. A check that does not apply, or that needs one that failed, is \
+            skipped with the reason. It sees what the account and environment that run it \
+            see: to check the service's view (user gate, its systemd credential), run it \
+            in that context: `sudo systemd-run --pipe --wait --quiet --uid=gate \
+            --property=LoadCredentialEncrypted=mqtt-password /usr/bin/gate doctor`.
+
+            Each line is ok, FAIL or skip, the finding, and under a failure `fix:` with the \
+            command to run or the key to edit. With --json: one JSON array of \
+            {"check","status":"ok"|"fail"|"skip","detail","fix"} in the order above.
+
+            Exit codes: 0 nothing failed (skips are fine); 78 the only failures are \
+            configuration problems (the file missing or invalid, the MQTT password missing \
+            or refused by the broker); 69 anything else failed (a folder, the ESP32 off-link, \
+            the broker, the GPIO line); 64 bad command line.
+            """
+    )
+
+    @OptionGroup var globals: GlobalOptions
+
+    @Flag(help: "Print one JSON array of {check, status, detail, fix}.")
+    var json = false
+
+    func run() throws {
+        let logger = globals.makeLogger()
+        let report = Doctor.examine(configPath: globals.config, logger: logger, button: DoctorButton.probe)
+        if json {
+            Terminal.printLine(report.json.serialized())
+        } else {
+            Terminal.printLine(report.text)
+        }
+        let status = report.exitStatus
+        if status != ExitStatus.success {
+            throw ExitCode(status)
+        }
+    }
+}
