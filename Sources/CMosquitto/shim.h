@@ -14,7 +14,7 @@
 #define GATE_MOSQ_FUNCTIONS(X) \
     X(lib_init) X(new) X(destroy) X(username_pw_set) X(tls_set) X(int_option) \
     X(tls_opts_set) X(tls_insecure_set) X(reconnect_delay_set) X(connect) \
-    X(loop_start) X(loop_stop) X(subscribe) X(publish) X(disconnect) X(strerror) \
+    X(loop_start) X(loop_stop) X(loop) X(subscribe) X(publish) X(disconnect) X(strerror) \
     X(connack_string) X(connect_callback_set) X(disconnect_callback_set) \
     X(subscribe_callback_set) X(publish_callback_set) X(message_callback_set) \
     X(log_callback_set)

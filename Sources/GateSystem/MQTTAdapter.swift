@@ -84,7 +84,7 @@ final class MQTTExchange: Sendable {
         }
         let mosquitto: MosquittoClient
         // The handler holds this exchange and the exchange holds the client: the
-        // cycle is cut here, always after the loop thread is stopped (below), so the
+        // cycle is cut here, after the loop (run on this thread) has returned, so the
         // client is never freed from inside one of its own callbacks.
         defer { client.withLock { $0 = nil } }
         do {
@@ -103,17 +103,16 @@ final class MQTTExchange: Sendable {
             client.withLock { $0 = mosquitto }
             logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(mosquitto.clientID)"])
             try mosquitto.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
-            // SUBSCRIBE waits for the CONNACK although MQTT would allow it earlier: a broker
-            // that refuses the login closes the socket, and a SUBSCRIBE already in flight
-            // then fails with EPIPE before the CONNACK's "not authorised" is read.
-            try mosquitto.startLoop()
         } catch {
             // A TLS failure happens inside connect; its words are in the log, and the log
             // handler may already have reported it (fail reports once).
             fail("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)")
             return
         }
-        waitUntil(deadline, wake: wake)
+        // SUBSCRIBE waits for the CONNACK although MQTT would allow it earlier: a broker
+        // that refuses the login closes the socket, and a SUBSCRIBE already in flight
+        // then fails with EPIPE before the CONNACK's "not authorised" is read.
+        let code = runLoop(mosquitto, until: deadline, wake: wake)
         let reached = phase.withLock { phase -> Phase in
             defer { phase = .over }
             return phase
@@ -121,30 +120,40 @@ final class MQTTExchange: Sendable {
         let connected = connackSeen.withLock { $0 }
         switch reached {
         case .connecting:
-            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
+            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(code.map { MosquittoError.words(for: $0) } ?? "no CONNACK within the budget")\(lastErrorSuffix)"))
         case .subscribing where !connected:
             continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
         case .subscribing:
             continuation.yield(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
+        case .published where code != nil:
+            continuation.yield(.unreachable("lost the connection to MQTT broker at \(broker) (\(code.map { MosquittoError.words(for: $0) } ?? ""))\(lastErrorSuffix)"))
         case .published:
             continuation.yield(.deadlineReached)
         case .over:
             break
         }
         mosquitto.disconnect()
-        mosquitto.stopLoop(force: true)
     }
 
-    /// Blocks until the deadline or until the consumer stops listening.
-    private func waitUntil(_ deadline: MonotonicInstant, wake: WakeSignal) {
+    /// The longest the loop waits for the socket before looking at the deadline and
+    /// the wake-up again: how late a cancelled exchange may notice. Data never waits
+    /// for it: the socket wakes the loop as soon as anything arrives.
+    static let loopSliceMs: Int32 = 20
+
+    /// Runs libmosquitto's network loop on this thread (no thread of the library's:
+    /// nothing to cancel when the exchange ends) until the deadline, the consumer
+    /// stops listening, the exchange is over, or the connection is gone; then returns
+    /// the library's code for a lost connection, if that is why it stopped.
+    private func runLoop(_ mosquitto: MosquittoClient, until deadline: MonotonicInstant, wake: WakeSignal) -> Int32? {
+        var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
             let now = MonotonicClock.now()
-            guard now < deadline else { return }
-            let timeoutMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 1, timeoutMs)
-            if ready < 0, errno == EINTR { continue }
-            if ready != 0 { return }
+            guard now < deadline else { return nil }
+            if poll(&fds, 1, 0) > 0 { return nil }
+            if case .over = phase.withLock({ $0 }) { return nil }
+            let remainingMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
+            let code = mosquitto.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs))
+            if code != MosquittoError.success { return code }
         }
     }
 
@@ -152,7 +161,7 @@ final class MQTTExchange: Sendable {
         lastError.withLock { $0 }.map { " (\($0))" } ?? ""
     }
 
-    /// Runs on libmosquitto's thread.
+    /// Runs on the exchange's own thread, inside `loopOnce`.
     private func handle(_ event: MosquittoEvent) {
         switch event {
         case .log(let level, let text):

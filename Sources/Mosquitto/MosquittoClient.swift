@@ -104,6 +104,14 @@ public final class MosquittoClient: @unchecked Sendable {
         loopRunning.withLock { $0 = true }
     }
 
+    /// Runs the network loop once on the caller's thread (instead of `startLoop`):
+    /// waits up to `timeoutMs` for the socket, then reads, writes and keeps the
+    /// connection alive; callbacks run inside this call. Returns libmosquitto's code:
+    /// success, or why the connection is gone (reported to the handler as well).
+    public func loopOnce(timeoutMs: Int32) -> Int32 {
+        api.loop(handle, timeoutMs, 1)
+    }
+
     /// Stops the network thread (after a disconnect, or at once when `force`).
     public func stopLoop(force: Bool = true) {
         let running = loopRunning.withLock { running -> Bool in
