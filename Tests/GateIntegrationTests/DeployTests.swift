@@ -160,6 +160,26 @@ struct DeployTests {
         }
         #expect(!dryRun.stdout.contains("+ systemctl enable"), "install.sh must not enable the service")
     }
+
+    @Test("The packaging scripts are shellcheck-clean; the maintainer scripts are POSIX sh and never start the service")
+    func packagingScripts() throws {
+        let root = try Deploy.file("debian").deletingLastPathComponent().deletingLastPathComponent()
+        let scripts = ["scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
+                       "scripts/bench/all", "scripts/bench/daemon", "scripts/chaos"]
+            .map { root.appendingPathComponent($0).path }
+            .filter { FileManager.default.fileExists(atPath: $0) }
+        let bash = try Tool.run("shellcheck", ["-x"] + scripts, package: "shellcheck")
+        #expect(bash.status == 0, "\(bash.summary)")
+        let maintainer = try ["postinst", "prerm", "postrm"].map { try Deploy.file("debian/\($0)").path }
+        let sh = try Tool.run("shellcheck", ["-s", "sh"] + maintainer, package: "shellcheck")
+        #expect(sh.status == 0, "\(sh.summary)")
+        let postinst = try String(contentsOfFile: maintainer[0], encoding: .utf8)
+        // Commands, not the printed hint that tells the user to enable it after configuring.
+        for line in postinst.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) where line.hasPrefix("systemctl") {
+            let words = line.split(separator: " ")
+            #expect(!words.contains("enable") && !words.contains("start"), "postinst must not start the service: \(line)")
+        }
+    }
 }
 
 /// The repository's `deploy/` folder, found from this file's own path.
