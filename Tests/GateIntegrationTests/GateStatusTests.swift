@@ -152,10 +152,10 @@ struct GateStatusTests {
         let watcher = try PipedGate(["status", "--watch", "--format", "text"], environment: environment)
         #expect(watcher.readLine(within: .seconds(5)) == "opening: waiting for relay activation (udp)")
         #expect(watcher.readLine(within: .milliseconds(1500)) == nil, "a held lock is still busy")
-        let released = ContinuousClock.now
         flock(lock, LOCK_UN)
+        // Within 3 s: the 1 s re-check, with room for a loaded machine; without the
+        // re-check the line would never come (no file event).
         #expect(watcher.readLine(within: .seconds(3)) == "ready (last: interrupted)")
-        #expect(ContinuousClock.now - released < .milliseconds(1600))
     }
 
     @Test("--watch survives its folder being deleted and created again")
