@@ -175,12 +175,21 @@ final class PromptOutput {
 
 /// The terminal settings to put back from a signal handler; only touched while a
 /// prompt runs (set before the handlers are installed, read by them).
-private nonisolated(unsafe) var savedTerminal = termios()
+///
+/// Heap memory of `MemoryLayout<termios>.size`, not a global `termios`: Swift 6.3
+/// emits a global of this imported type with 57 bytes (no padding before
+/// `c_ispeed`) while every copy into it writes 60, so the last 3 bytes landed on
+/// whatever follows it in .bss (AddressSanitizer: global-buffer-overflow).
+private nonisolated(unsafe) let savedTerminal: UnsafeMutablePointer<termios> = {
+    let pointer = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+    pointer.initialize(to: termios())
+    return pointer
+}()
 
 /// Puts the terminal's echo back, then lets the signal do what it would have done.
 /// Only async-signal-safe calls.
 private func restoreTerminalAndReraise(_ signal: Int32) {
-    _ = tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal)
+    _ = tcsetattr(STDIN_FILENO, TCSANOW, savedTerminal)
     var newline: UInt8 = 0x0a
     _ = Glibc.write(STDERR_FILENO, &newline, 1)
     _ = Glibc.signal(signal, SIG_DFL)
@@ -199,7 +208,7 @@ enum TerminalLine {
         guard tcgetattr(STDIN_FILENO, &original) == 0 else {
             return PasswordInput.Problem(message: "cannot read the terminal's settings: \(SystemError.text(for: errno))")
         }
-        savedTerminal = original
+        savedTerminal.pointee = original
 
         var previous: [sigaction] = []
         for signal in endingSignals {
