@@ -35,7 +35,7 @@ struct ButtonService: Service, CustomStringConvertible {
             continuation.yield(.ended)
         }
         let reloads = Task {
-            for await config in context.updates() { continuation.yield(.config(config)) }
+            for await config in context.buttonUpdates { continuation.yield(.config(config)) }
         }
         defer {
             edges.cancel()

@@ -6,8 +6,10 @@ import Synchronization
 /// What the daemon's services share: the running configuration (replaced whole
 /// on a good reload), the warm MQTT link, and where the runtime files live.
 ///
-/// Services learn of a new configuration through `updates()`; each gets its
-/// own stream, so none can miss a reload while another is slow.
+/// Services learn of a new configuration through a stream of their own
+/// (`buttonUpdates`, `linkUpdates`), so none can miss a reload while another is
+/// slow. The streams are made here, before any service runs, and never change:
+/// nothing about them is shared but the continuations' own locking.
 public final class DaemonContext: Sendable {
     public let logger: Logger
     public let paths: RuntimePaths
@@ -21,7 +23,10 @@ public final class DaemonContext: Sendable {
     public let buttonOrigin: String?
 
     private let current: Mutex<GateConfig>
-    private let subscribers = Mutex<[AsyncStream<GateConfig>.Continuation]>([])
+    /// Every configuration applied from now on; the newest only if the reader lags.
+    let buttonUpdates: AsyncStream<GateConfig>
+    let linkUpdates: AsyncStream<GateConfig>
+    private let subscribers: [AsyncStream<GateConfig>.Continuation]
     private let linkSlot = Mutex<MQTTLink?>(nil)
 
     public init(
@@ -29,6 +34,11 @@ public final class DaemonContext: Sendable {
         notifier: SystemdNotifier?, startNs: UInt64, buttonOrigin: String?, logger: Logger
     ) {
         self.current = Mutex(config)
+        let button = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
+        let link = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
+        self.buttonUpdates = button.stream
+        self.linkUpdates = link.stream
+        self.subscribers = [button.continuation, link.continuation]
         self.configPath = configPath
         self.paths = paths
         self.credentials = credentials
@@ -43,16 +53,9 @@ public final class DaemonContext: Sendable {
     /// Replaces the running configuration and tells every subscriber.
     func apply(_ config: GateConfig) {
         current.withLock { $0 = config }
-        for subscriber in subscribers.withLock({ $0 }) {
+        for subscriber in subscribers {
             subscriber.yield(config)
         }
-    }
-
-    /// Every configuration applied from now on; the newest only if the reader lags.
-    func updates() -> AsyncStream<GateConfig> {
-        let (stream, continuation) = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
-        subscribers.withLock { $0.append(continuation) }
-        return stream
     }
 
     /// The warm link openings should use, if one is up or coming up.

@@ -26,7 +26,7 @@ struct LinkService: Service, CustomStringConvertible {
         let logger = context.logger
         let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         let reloads = Task {
-            for await config in context.updates() { continuation.yield(.config(config)) }
+            for await config in context.linkUpdates { continuation.yield(.config(config)) }
         }
         defer { reloads.cancel() }
 
