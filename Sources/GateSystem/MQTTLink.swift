@@ -68,7 +68,12 @@ public final class MQTTLink: Sendable {
         exchange?.end(.unreachable("the MQTT link to \(broker) was closed (configuration reloaded or daemon stopping)"))
         if let client {
             client.disconnect()
-            client.stopLoop(force: true)
+            // libmosquitto's thread ends by itself once it sees the disconnect. It is joined
+            // on a thread of its own, not cancelled (a pthread_cancel can stop it inside the
+            // library's locks; ThreadSanitizer reported that at daemon stop), and the caller
+            // does not wait: a reconnect in progress to an unreachable broker keeps that
+            // thread in connect(2) until the kernel gives up. The client is freed after.
+            OSThread.detach { client.stopLoop(force: false) }
         }
     }
 
