@@ -54,19 +54,10 @@ extension MosquittoBroker {
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = try Self.appendingHandle(stdout)
             process.standardError = stdout == stderr ? process.standardOutput : try Self.appendingHandle(stderr)
-            try Self.spawnWithSignalsUnblocked(process)
+            try runWithSignalsUnblocked(process)
             guard watchdog else { return }
-            // Field 4 of /proc/$$/stat is the watchdog's parent pid: it changes (re-parenting to
-            // init) the moment the test process dies, zombie or not.
-            let script = #"while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "$1" ]; do sleep 0.5; done; kill -9 "$2" 2>/dev/null"#
-            let guardian = Process()
-            guardian.executableURL = URL(fileURLWithPath: "/bin/sh")
-            guardian.arguments = ["-c", script, "gate-test-watchdog", String(getpid()), String(process.processIdentifier)]
-            guardian.standardInput = FileHandle.nullDevice
-            guardian.standardOutput = FileHandle.nullDevice
-            guardian.standardError = FileHandle.nullDevice
-            try Self.spawnWithSignalsUnblocked(guardian) // on failure, deinit kills the child
-            self.guardian = guardian
+            // on failure, deinit kills the child
+            guardian = try startOrphanGuard(killing: process.processIdentifier, label: "gate-test-watchdog")
         }
 
         deinit { terminate(grace: .seconds(2)) }
@@ -100,10 +91,6 @@ extension MosquittoBroker {
             if let guardian, guardian.isRunning {
                 Glibc.kill(guardian.processIdentifier, SIGKILL)
             }
-        }
-
-        private static func spawnWithSignalsUnblocked(_ process: Process) throws {
-            try runWithSignalsUnblocked(process)
         }
 
         private static func appendingHandle(_ url: URL?) throws -> FileHandle {

@@ -34,16 +34,8 @@ func waitUntil(_ timeout: Duration = .seconds(15), _ condition: () throws -> Boo
 ///     daemon.waitForSettling()
 ///     try daemon.press()
 final class DaemonProcess {
-    enum Termination: Equatable, CustomStringConvertible {
-        case exited(Int32)
-        case signalled(Int32)
-        var description: String {
-            switch self {
-            case .exited(let code): "exit \(code)"
-            case .signalled(let signal): "signal \(signal)"
-            }
-        }
-    }
+    /// How a child process ended; the simulator's type, shared.
+    typealias Termination = Simulator.Termination
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -266,16 +258,8 @@ final class DaemonProcess {
         try DaemonFiles.history(environment: environment)
     }
 
-    /// A watchdog shell that SIGKILLs the daemon as soon as the test process is gone (its
-    /// parent pid changes), so that a crashed test run leaves no daemon behind.
+    /// Kills the daemon when the test process dies (see `startOrphanGuard`).
     private func startGuardian() {
-        let script = #"while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "$1" ]; do sleep 0.5; done; kill -9 "$2" 2>/dev/null"#
-        let guardian = Process()
-        guardian.executableURL = URL(fileURLWithPath: "/bin/sh")
-        guardian.arguments = ["-c", script, "gate-daemon-test-watchdog", String(getpid()), String(process.processIdentifier)]
-        guardian.standardInput = FileHandle.nullDevice
-        guardian.standardOutput = FileHandle.nullDevice
-        guardian.standardError = FileHandle.nullDevice
-        if (try? runWithSignalsUnblocked(guardian)) != nil { self.guardian = guardian }
+        guardian = try? startOrphanGuard(killing: process.processIdentifier, label: "gate-daemon-test-watchdog")
     }
 }
