@@ -38,6 +38,13 @@ static inline const char *gate_mosquitto_load(struct gate_mosquitto_api *api) {
     return NULL;
 }
 
+/* Loads libmosquitto, libssl and libcrypto ahead of the first use, resolving
+ * nothing and keeping the reference (the table above never closes it either).
+ * A failure is left for gate_mosquitto_load to report. */
+static inline void gate_mosquitto_preload(void) {
+    (void)dlopen("libmosquitto.so.1", RTLD_NOW | RTLD_LOCAL);
+}
+
 static inline int gate_mosq_err_success(void) { return MOSQ_ERR_SUCCESS; }
 static inline int gate_mosq_err_errno(void) { return MOSQ_ERR_ERRNO; }
 static inline int gate_mosq_opt_tls_use_os_certs(void) { return MOSQ_OPT_TLS_USE_OS_CERTS; }

@@ -167,6 +167,14 @@ public enum MosquittoLibrary {
     static func api() throws(MosquittoError) -> MosquittoAPI {
         try loaded.get()
     }
+
+    /// Maps the library (with libssl and libcrypto) into the process now, on the
+    /// calling thread, so that the first client finds it loaded. Not through `loaded`:
+    /// the Swift runtime initialises globals under one process-wide lock, and a 2 ms
+    /// load under it stalled every other thread's first use of any global.
+    public static func preload() {
+        gate_mosquitto_preload()
+    }
 }
 
 /// The table of libmosquitto functions, every entry present (checked when loaded).

@@ -27,6 +27,9 @@ struct OpenRequest: Equatable {
         // A reader that went away (`gate open | head -0`) must not kill an opening after
         // the trigger left: the status, the history and the cooldown still get written.
         signal(SIGPIPE, SIG_IGN)
+        if via == .mqtt {
+            StandardAdapters.preloadMQTT()
+        }
         LoggingSetup.bootstrap(level: logLevel, program: "gate")
         var logger = Logger(label: "gate")
         logger[metadataKey: "source"] = "\(source)"
@@ -37,6 +40,9 @@ struct OpenRequest: Equatable {
         case .success(let (loaded, candidate)):
             config = loaded
             logger.debug("configuration loaded", metadata: ["file": "\(candidate.path)"])
+            if via == .auto, config.udp == nil, config.mqtt != nil {
+                StandardAdapters.preloadMQTT()
+            }
         case .failure(let error):
             let result = OpeningResult(error: .configurationMissing, adapter: nil, duration: .zero, attempts: [], message: error.description)
             report(result, display: display, problems: error.problems.map(\.description))
