@@ -52,6 +52,12 @@ start_simulator() {
 #   -z now                     with the default relro: full RELRO, as Debian's
 #                              hardening flags give C programs. Swift already builds
 #                              position-independent executables.
+#   --no-export-dynamic        undoes the Swift driver's -export-dynamic: nothing
+#                              looks gate's own symbols up by name (the runtime's
+#                              dlsym calls are for libdispatch and sanitizers), and
+#                              the 600 KB of exported names were read at every
+#                              dlopen (libmosquitto, libssl, libcrypto resolve each
+#                              symbol in the executable first) and kept resident.
 # The linker finds libstdc++.a through a one-line linker script named
 # libstdc++.so in a folder searched before the compiler's own.
 set_release_build() {
@@ -63,5 +69,5 @@ set_release_build() {
     printf 'INPUT(%s)\n' "$archive" >"$scratch/static-libstdc++/libstdc++.so"
     RELEASE_BUILD=(swift build -c release --static-swift-stdlib --scratch-path "$scratch"
         -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc "-L$(cd "$scratch" && pwd)/static-libstdc++"
-        -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now)
+        -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic)
 }
