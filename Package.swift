@@ -36,8 +36,10 @@ let package = Package(
         .target(name: "GPIO", dependencies: ["CGPIOD", "Threading"]),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
+        // glibc's CPU affinity calls, declared without _GNU_SOURCE (see shim.h).
+        .systemLibrary(name: "CSched"),
         // A detached pthread and a wake-up pipe, for blocking poll loops (adapters, GPIO).
-        .target(name: "Threading"),
+        .target(name: "Threading", dependencies: ["CSched"]),
         // Sockets, files, clocks, interfaces: everything that touches the system.
         .target(
             name: "GateSystem",

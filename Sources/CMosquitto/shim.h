@@ -14,7 +14,7 @@
 #define GATE_MOSQ_FUNCTIONS(X) \
     X(lib_init) X(new) X(destroy) X(username_pw_set) X(tls_set) X(int_option) \
     X(tls_opts_set) X(tls_insecure_set) X(reconnect_delay_set) X(connect) \
-    X(loop_start) X(loop_stop) X(loop) X(subscribe) X(publish) X(disconnect) X(strerror) \
+    X(loop_start) X(loop_stop) X(loop) X(socket) X(subscribe) X(publish) X(disconnect) X(strerror) \
     X(connack_string) X(connect_callback_set) X(disconnect_callback_set) \
     X(subscribe_callback_set) X(publish_callback_set) X(message_callback_set) \
     X(log_callback_set)
@@ -36,13 +36,6 @@ static inline const char *gate_mosquitto_load(struct gate_mosquitto_api *api) {
     GATE_MOSQ_FUNCTIONS(GATE_MOSQ_LOAD)
 #undef GATE_MOSQ_LOAD
     return NULL;
-}
-
-/* Loads libmosquitto, libssl and libcrypto ahead of the first use, resolving
- * nothing and keeping the reference (the table above never closes it either).
- * A failure is left for gate_mosquitto_load to report. */
-static inline void gate_mosquitto_preload(void) {
-    (void)dlopen("libmosquitto.so.1", RTLD_NOW | RTLD_LOCAL);
 }
 
 static inline int gate_mosq_err_success(void) { return MOSQ_ERR_SUCCESS; }

@@ -1,7 +1,5 @@
 import GateCore
 import Logging
-import Mosquitto
-import Threading
 
 /// The adapters a real opening uses, with where their secrets come from.
 public enum StandardAdapters {
@@ -13,23 +11,20 @@ public enum StandardAdapters {
         ])
     }
 
-    /// Starts loading libmosquitto (with libssl and libcrypto: about 2 ms of the
-    /// dynamic loader's work) on a thread of its own, for an opening that will try MQTT
-    /// first: the load then overlaps reading the configuration, taking the lock and
-    /// writing the status, instead of following them. Nothing is sent: the
-    /// connection is still made by the adapter, when the opening machine starts it.
-    public static func preloadMQTT() {
-        _ = OSThread.detach { MosquittoLibrary.preload() }
-    }
-
     /// Builds the MQTT adapter for `Opener`; UDP is built by the opener itself.
-    public static func factory(credentials: CredentialLookup, logger: Logger) -> Opener.AdapterFactory {
+    /// - Parameter early: an exchange `gate open` began before the opening (see
+    ///   `EarlyMQTTExchange`); used when it was handed the same broker.
+    public static func factory(credentials: CredentialLookup, logger: Logger, early: EarlyMQTTExchange? = nil) -> Opener.AdapterFactory {
         { kind, config in
             switch kind {
             case .udp:
                 return nil
             case .mqtt:
-                return config.mqtt.map { MQTTAdapter(config: $0, credentials: credentials, logger: logger) }
+                return config.mqtt.map { mqtt -> any GateAdapter in
+                    let cold = MQTTAdapter(config: mqtt, credentials: credentials, logger: logger)
+                    guard let early else { return cold }
+                    return EarlyMQTTAdapter(early: early, cold: cold)
+                }
             }
         }
     }

@@ -29,8 +29,8 @@ public struct MQTTAdapter: GateAdapter {
     public func attempt(deadline: MonotonicInstant) -> AdapterAttempt {
         let (config, credentials, logger) = (self.config, self.credentials, self.logger)
         return .onOwnThread("MQTT exchange") { continuation, wake in
-            MQTTExchange(config: config, credentials: credentials, logger: logger, continuation: continuation)
-                .run(deadline: deadline, wake: wake)
+            MQTTExchange(config: config, credentials: credentials, logger: logger, continuation: continuation, release: TriggerRelease(deadline: deadline))
+                .run(wake: wake)
         }
     }
 
@@ -43,10 +43,17 @@ public struct MQTTAdapter: GateAdapter {
 }
 
 /// One trigger through the broker, from the thread that owns the client.
+///
+/// The trigger goes when the subscription is acknowledged and `release` allows it:
+/// at once for a connection made by the adapter, or, for an exchange begun early
+/// (`EarlyMQTTExchange`), when the opening starts the adapter. Publishing happens
+/// only on this thread, so a status message can never be read before `.sent`.
 final class MQTTExchange: Sendable {
     enum Phase: Sendable {
         case connecting
         case subscribing(messageID: Int32)
+        /// SUBACK seen; the trigger waits for `release`.
+        case subscribed
         case published
         case over
     }
@@ -61,17 +68,22 @@ final class MQTTExchange: Sendable {
     /// The library's last error log line: TLS failures are only described there.
     let lastError = Mutex<String?>(nil)
     let client = Mutex<MosquittoClient?>(nil)
+    let release: TriggerRelease
 
-    init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, continuation: AsyncStream<AdapterEvent>.Continuation) {
+    init(
+        config: MQTTConfig, credentials: CredentialLookup, logger: Logger,
+        continuation: AsyncStream<AdapterEvent>.Continuation, release: TriggerRelease
+    ) {
         self.config = config
         self.credentials = credentials
         self.logger = logger
         self.continuation = continuation
+        self.release = release
     }
 
     var broker: String { config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)" }
 
-    func run(deadline: MonotonicInstant, wake: WakeSignal) {
+    func run(wake: WakeSignal) {
         defer { continuation.finish() }
         var password: Secret?
         if config.username != nil {
@@ -112,7 +124,7 @@ final class MQTTExchange: Sendable {
         // SUBSCRIBE waits for the CONNACK although MQTT would allow it earlier: a broker
         // that refuses the login closes the socket, and a SUBSCRIBE already in flight
         // then fails with EPIPE before the CONNACK's "not authorised" is read.
-        let code = runLoop(mosquitto, until: deadline, wake: wake)
+        let code = runLoop(mosquitto, wake: wake)
         let reached = phase.withLock { phase -> Phase in
             defer { phase = .over }
             return phase
@@ -125,6 +137,9 @@ final class MQTTExchange: Sendable {
             continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
         case .subscribing:
             continuation.yield(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
+        case .subscribed:
+            // Only an early exchange waits here: the opening never asked for the trigger.
+            continuation.yield(.unreachable("the connection to MQTT broker at \(broker) ended before the opening sent its trigger"))
         case .published where code != nil:
             continuation.yield(.unreachable("lost the connection to MQTT broker at \(broker) (\(code.map { MosquittoError.words(for: $0) } ?? ""))\(lastErrorSuffix)"))
         case .published:
@@ -144,18 +159,41 @@ final class MQTTExchange: Sendable {
     /// nothing to cancel when the exchange ends) until the deadline, the consumer
     /// stops listening, the exchange is over, or the connection is gone; then returns
     /// the library's code for a lost connection, if that is why it stopped.
-    private func runLoop(_ mosquitto: MosquittoClient, until deadline: MonotonicInstant, wake: WakeSignal) -> Int32? {
+    private func runLoop(_ mosquitto: MosquittoClient, wake: WakeSignal) -> Int32? {
         var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
+            let (deadline, released) = release.state()
             let now = MonotonicClock.now()
             guard now < deadline else { return nil }
             if poll(&fds, 1, 0) > 0 { return nil }
-            if case .over = phase.withLock({ $0 }) { return nil }
             let remainingMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            let code = mosquitto.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs))
-            if code != MosquittoError.success { return code }
+            switch phase.withLock({ $0 }) {
+            case .over:
+                return nil
+            case .subscribed where released:
+                publishTrigger()
+                continue
+            case .subscribed:
+                // Subscribed, trigger held: sleep until the release, the cancel or the
+                // broker (a status message to ignore, or a lost connection) needs us.
+                // libmosquitto's own wait could not be woken by the release.
+                var waits = [
+                    pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: release.signal?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: mosquitto.socket, events: Int16(POLLIN), revents: 0),
+                ]
+                guard poll(&waits, 3, min(remainingMs, Self.heldSliceMs)) > 0, waits[2].revents != 0 else { continue }
+                let code = mosquitto.loopOnce(timeoutMs: 0)
+                if code != MosquittoError.success { return code }
+            case .connecting, .subscribing, .published:
+                let code = mosquitto.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs))
+                if code != MosquittoError.success { return code }
+            }
         }
     }
+
+    /// How long a held exchange sleeps at most before it looks at the deadline again.
+    static let heldSliceMs: Int32 = 1000
 
     private var lastErrorSuffix: String {
         lastError.withLock { $0 }.map { " (\($0))" } ?? ""
@@ -201,7 +239,12 @@ final class MQTTExchange: Sendable {
                 fail("MQTT broker at \(broker) refused the subscription to \(config.statusTopic) (not authorised for that topic?)")
                 return
             }
-            publishTrigger()
+            phase.withLock { phase in
+                if case .subscribing = phase { phase = .subscribed }
+            }
+            if release.state().released {
+                publishTrigger()
+            }
 
         case .message(let topic, let payload, let retained):
             guard topic == config.statusTopic else { return }
@@ -227,23 +270,26 @@ final class MQTTExchange: Sendable {
         }
     }
 
+    /// Publishes the trigger once: the phase moves from `subscribed` to `published`
+    /// before the call, so no second path through here can publish again.
     private func publishTrigger() {
+        let claimed = phase.withLock { phase -> Bool in
+            guard case .subscribed = phase else { return false }
+            phase = .published
+            return true
+        }
+        guard claimed else { return }
         let seconds = WallClock.nowNanoseconds() / 1_000_000_000
         do {
             _ = try withClient { try $0.publish(topic: config.triggerTopic, payload: Array(String(seconds).utf8), qos: 0, retain: false) }
         } catch {
+            // libmosquitto refused before queueing anything (no connection, bad topic):
+            // nothing left, so this is a failure before `.sent`.
             fail("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(error)")
             return
         }
-        let published = phase.withLock { phase -> Bool in
-            guard case .subscribing = phase else { return false }
-            phase = .published
-            return true
-        }
-        if published {
-            logger.debug("trigger published", metadata: ["adapter": "mqtt", "topic": "\(config.triggerTopic)", "payload": "\(seconds)"])
-            continuation.yield(.sent)
-        }
+        logger.debug("trigger published", metadata: ["adapter": "mqtt", "topic": "\(config.triggerTopic)", "payload": "\(seconds)"])
+        continuation.yield(.sent)
     }
 
     /// Ends the attempt with a failure once; later failures add nothing.

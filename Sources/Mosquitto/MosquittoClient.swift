@@ -112,6 +112,12 @@ public final class MosquittoClient: @unchecked Sendable {
         api.loop(handle, timeoutMs, 1)
     }
 
+    /// The connection's socket (-1 when not connected), for a caller that waits on it
+    /// together with descriptors of its own before calling `loopOnce`.
+    public var socket: Int32 {
+        api.socket(handle)
+    }
+
     /// Stops the network thread (after a disconnect, or at once when `force`).
     public func stopLoop(force: Bool = true) {
         let running = loopRunning.withLock { running -> Bool in
@@ -168,12 +174,12 @@ public enum MosquittoLibrary {
         try loaded.get()
     }
 
-    /// Maps the library (with libssl and libcrypto) into the process now, on the
-    /// calling thread, so that the first client finds it loaded. A plain `dlopen`, not
-    /// `loaded`: measured with `perf stat` on `gate open --via mqtt`, preloading through
-    /// the lazy global made the opening 0.3 ms slower, this 0.4 to 1 ms faster.
-    public static func preload() {
-        gate_mosquitto_preload()
+    /// Loads the library now, on the calling thread (it is otherwise loaded by the
+    /// first client); returns why it cannot be loaded, if so. Loading maps libssl and
+    /// libcrypto too: over a millisecond, during which glibc lets no thread start.
+    public static func load() -> MosquittoError? {
+        if case .failure(let error) = loaded { return error }
+        return nil
     }
 }
 

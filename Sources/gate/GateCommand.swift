@@ -3,6 +3,7 @@ import ArgumentParser
 import Glibc
 #endif
 import GateCore
+import GateSystem
 
 struct GateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,18 +33,29 @@ struct GateCommand: AsyncParsableCommand {
 /// Synchronous on purpose. An `async` main hands the main thread to `dispatch_main`,
 /// which ends it with `pthread_exit`: a forced unwind that reads the unwind tables
 /// (about 0.6 MB of the binary brought into memory, and 1.2 ms of every start, before
-/// the first line of the command runs). Here the main thread only waits; the command
-/// runs as a task on the global executor (nothing in gate uses the main actor) and
-/// ends the process itself.
+/// the first line of the command runs). Here the main thread runs the synchronous
+/// start of an opening (configuration, lock, status), then only waits; the rest runs
+/// as a task on the global executor (nothing in gate uses the main actor) and ends the
+/// process itself.
 @main
 enum GateProgram {
     static func main() {
-        Task.detached {
-            if let request = OpenRequest(fastArguments: CommandLine.arguments.dropFirst()) {
-                Glibc.exit(await request.perform())
+        if let request = OpenRequest(fastArguments: CommandLine.arguments.dropFirst()) {
+            // MQTT's library loads and its connection starts beside the opening's start.
+            let early = request.via == .mqtt ? EarlyMQTTExchange.begin() : nil
+            switch request.start(early: early) {
+            case .finished(let status):
+                Glibc.exit(status)
+            case .ready(let opening):
+                Task.detached {
+                    Glibc.exit(await request.finish(opening))
+                }
             }
-            await GateCommand.main(nil)
-            Glibc.exit(ExitStatus.success)
+        } else {
+            Task.detached {
+                await GateCommand.main(nil)
+                Glibc.exit(ExitStatus.success)
+            }
         }
         // pause() returns after each handled signal (the daemon's SIGHUP and SIGTERM
         // handlers run on any thread that has them unblocked, this one included).

@@ -223,6 +223,41 @@ struct GateMQTTTests {
         #expect(try run.json()["adapter"] as? String == "udp")
     }
 
+    /// `--via mqtt` loads libmosquitto and connects to the broker while it reads the
+    /// configuration and takes the lock (EarlyMQTTExchange); an opening refused there
+    /// must still publish nothing.
+    @Test("Refused by the lock or the cooldown, --via mqtt publishes no trigger", arguments: ["lock", "cooldown"])
+    func refusedPublishesNothing(refusal: String) throws {
+        let broker = try MosquittoBroker(.plain)
+        let recorder = try MQTTRecorder(broker)
+        let sim = try Simulator(simMQTT(broker) + ["--hold-ms", refusal == "lock" ? "1500" : "50"])
+        let config = try TestConfig(
+            "[udp]\nhost = \"127.0.0.1\"\nport = \(sim.udpPort)\n[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\n"
+                + "[runtime]\ncooldown = \(refusal == "lock" ? 0 : 30)\n")
+        let environment = GateRunner.isolatedEnvironment()
+        let first = try GateRunner.start(["open", "--via", "udp", "--config", config.path], environment: environment)
+        if refusal == "lock" {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try sim.activations().isEmpty, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        } else {
+            #expect(try first.finish(timeout: .seconds(20)).status == 0)
+        }
+
+        let refused = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        #expect(refused.status == 75, "\(refused.summary)")
+        #expect(try refused.json()["error"] as? String == "operationInProgress")
+        if refusal == "lock" {
+            #expect(first.process.isRunning, "the refusal must come while the first opening holds the lock")
+            #expect(try first.finish(timeout: .seconds(20)).status == 0)
+        }
+        // Give a stray publish time to reach the broker before concluding there was none.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(recorder.messages(topic: triggerTopic).isEmpty, "the broker saw a trigger: \(recorder.messages(topic: triggerTopic))")
+        #expect(try sim.activations().map(\.via) == ["udp"])
+    }
+
     @Test("The ESP32 answered over UDP: never a trigger on MQTT afterwards", arguments: [
         ("no-release", 124), ("garbage", 76),
     ])
