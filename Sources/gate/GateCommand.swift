@@ -40,9 +40,11 @@ struct GateCommand: AsyncParsableCommand {
 @main
 enum GateProgram {
     static func main() {
+        // First of all, so that loading MQTT's library overlaps everything after it
+        // (EarlyMQTTExchange): a guess from the raw arguments, which `start` corrects
+        // once they are parsed (an unused exchange sends nothing).
+        let early = commandLineNamesMQTT() ? EarlyMQTTExchange.begin() : nil
         if let request = OpenRequest(fastArguments: CommandLine.arguments.dropFirst()) {
-            // MQTT's library loads and its connection starts beside the opening's start.
-            let early = request.via == .mqtt ? EarlyMQTTExchange.begin() : nil
             switch request.start(early: early) {
             case .finished(let status):
                 Glibc.exit(status)
@@ -52,6 +54,7 @@ enum GateProgram {
                 }
             }
         } else {
+            early?.abandon()
             Task.detached {
                 await GateCommand.main(nil)
                 Glibc.exit(ExitStatus.success)
@@ -62,5 +65,19 @@ enum GateProgram {
         while true {
             pause()
         }
+    }
+
+    /// `gate … open … mqtt …` or `--via=mqtt`: read from the C strings, before any
+    /// Swift string is built (parsing `CommandLine.arguments` costs a quarter of a
+    /// millisecond on a first run).
+    static func commandLineNamesMQTT() -> Bool {
+        var open = false
+        var mqtt = false
+        for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
+            guard let argument = CommandLine.unsafeArgv[index] else { continue }
+            if strcmp(argument, "open") == 0 { open = true }
+            if strcmp(argument, "mqtt") == 0 || strcmp(argument, "--via=mqtt") == 0 { mqtt = true }
+        }
+        return open && mqtt
     }
 }

@@ -54,9 +54,9 @@ struct OpenRequest: Equatable {
     /// status. Synchronous so that `GateProgram` can run it on the main thread before
     /// the concurrency runtime starts its threads.
     ///
-    /// - Parameter early: the MQTT exchange begun for `--via mqtt` (see
-    ///   `EarlyMQTTExchange`), handed its broker here, or abandoned when the opening
-    ///   cannot go on. When MQTT goes first for want of `[udp]`, it is begun here.
+    /// - Parameter early: the MQTT exchange begun when the command line named MQTT
+    ///   (see `EarlyMQTTExchange`): handed its broker here when MQTT goes first,
+    ///   abandoned otherwise. When MQTT goes first without one, it is begun here.
     func start(early: EarlyMQTTExchange?) -> Start {
         // A reader that went away (`gate open | head -0`) must not kill an opening after
         // the trigger left: the status, the history and the cooldown still get written.

@@ -46,6 +46,10 @@ start_simulator() {
 #                              only C++ library; loaded dynamically it costs 1.5 ms
 #                              per start (its own relocations) and 1.1 MB of
 #                              resident memory in the daemon.
+#   --disable-local-rpath      no RUNPATH $ORIGIN: gate needs no library of its own
+#                              folder, and with it the loader probed a dozen
+#                              glibc-hwcaps/tls subfolders of /usr/bin for each of
+#                              libm, libgcc_s, libc and libmosquitto (0.1 ms a start).
 #   lld -z pack-relative-relocs  DT_RELR (glibc >= 2.36): the executable's 45,000
 #                              relative relocations in 8 KB instead of a 1 MB table
 #                              that the loader reads, and keeps resident, at start.
@@ -67,7 +71,7 @@ set_release_build() {
     [[ $archive == /* && -f $archive ]] || { echo "no static libstdc++ (libstdc++-12-dev): gcc says '$archive'" >&2; return 1; }
     mkdir -p "$scratch/static-libstdc++"
     printf 'INPUT(%s)\n' "$archive" >"$scratch/static-libstdc++/libstdc++.so"
-    RELEASE_BUILD=(swift build -c release --static-swift-stdlib --scratch-path "$scratch"
+    RELEASE_BUILD=(swift build -c release --static-swift-stdlib --disable-local-rpath --scratch-path "$scratch"
         -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc "-L$(cd "$scratch" && pwd)/static-libstdc++"
         -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic)
 }
