@@ -42,7 +42,7 @@ public enum OSThread {
         }
         let box = Unmanaged.passRetained(Box(body, allowed: allowed))
         var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, { raw in
+        let start: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { raw in
             guard let raw else { return nil }
             let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
             if var allowed = box.allowed {
@@ -50,7 +50,17 @@ public enum OSThread {
             }
             box.body()
             return nil
-        }, box.toOpaque())
+        }
+        var status = pthread_create(&thread, &attributes, start, box.toOpaque())
+        if status != 0, allowed != nil {
+            // The placement is only a preference: a CPU that went away since is no reason
+            // not to start.
+            var anywhere = pthread_attr_t()
+            pthread_attr_init(&anywhere)
+            defer { pthread_attr_destroy(&anywhere) }
+            pthread_attr_setdetachstate(&anywhere, Int32(PTHREAD_CREATE_DETACHED))
+            status = pthread_create(&thread, &anywhere, start, box.toOpaque())
+        }
         if status != 0 {
             box.release()
             return status
