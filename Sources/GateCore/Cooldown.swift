@@ -21,7 +21,7 @@ public enum Cooldown {
 
 /// Who holds the opening lock, as written into the lock file for the message
 /// of a refused opener (SPEC §6), and when the last opening ended (for the cooldown).
-public struct LockRecord: Sendable, Hashable, Codable {
+public struct LockRecord: Sendable, Hashable {
     public var pid: Int32?
     public var source: String?
     public var since: String?
@@ -35,9 +35,19 @@ public struct LockRecord: Sendable, Hashable, Codable {
         self.endedMonotonicNs = endedMonotonicNs
     }
 
-    enum CodingKeys: String, CodingKey {
-        case pid, source, since
-        case endedMonotonicNs = "ended_monotonic_ns"
+    /// The record in a lock file's JSON (`JSONValue.parse`); `nil` when a member is of
+    /// the wrong type. Every member may be missing.
+    public init?(json: JSONValue) {
+        guard case .object = json else { return nil }
+        do {
+            self.init(
+                pid: try json.optionalInteger("pid", as: Int32.self), source: try json.optionalString("source"),
+                since: try json.optionalString("since"),
+                endedMonotonicNs: try json.optionalInteger("ended_monotonic_ns", as: UInt64.self)
+            )
+        } catch {
+            return nil
+        }
     }
 
     public var json: JSONValue {

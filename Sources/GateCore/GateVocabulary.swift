@@ -13,7 +13,7 @@ public enum RelayState: Sendable, Hashable {
 }
 
 /// The state an opening is in, as shown to users and written to the status file.
-public enum GateState: String, Sendable, Hashable, CaseIterable, Codable {
+public enum GateState: String, Sendable, Hashable, CaseIterable {
     case ready
     case triggering
     case waitingForRelayClose = "waiting_for_relay_close"

@@ -1,7 +1,7 @@
 /// The content of `status.json` (SPEC §6): the gate's state as every reader sees it.
-public struct StatusRecord: Sendable, Hashable, Codable {
+public struct StatusRecord: Sendable, Hashable {
     /// The outcome of the last finished opening, as the status file and widgets show it.
-    public enum LastOutcome: String, Sendable, Hashable, Codable {
+    public enum LastOutcome: String, Sendable, Hashable {
         case success
         case timeout
         case error
@@ -9,7 +9,7 @@ public struct StatusRecord: Sendable, Hashable, Codable {
         case interrupted
     }
 
-    public struct Last: Sendable, Hashable, Codable {
+    public struct Last: Sendable, Hashable {
         public var outcome: LastOutcome
         public var error: String?
         public var adapter: String?
@@ -24,12 +24,6 @@ public struct StatusRecord: Sendable, Hashable, Codable {
             self.durationMs = durationMs
             self.finishedAt = finishedAt
             self.source = source
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case outcome, error, adapter, source
-            case durationMs = "duration_ms"
-            case finishedAt = "finished_at"
         }
     }
 
@@ -53,9 +47,26 @@ public struct StatusRecord: Sendable, Hashable, Codable {
         self.last = last
     }
 
-    enum CodingKeys: String, CodingKey {
-        case state, since, source, pid, adapter, last
-        case resetAt = "reset_at"
+    /// The record in a status file's JSON (`JSONValue.parse`); `nil` when a member of
+    /// SPEC §6 is missing or of the wrong type. Members it does not know are ignored.
+    public init?(json: JSONValue) {
+        do {
+            guard let state = GateState(rawValue: try json.requiredString("state")) else { return nil }
+            let last: Last?
+            switch json["last"] {
+            case nil, .null?: last = nil
+            case let member?:
+                guard let read = Last(json: member) else { return nil }
+                last = read
+            }
+            self.init(
+                state: state, since: try json.requiredString("since"), source: try json.optionalString("source"),
+                pid: try json.optionalInteger("pid", as: Int32.self), adapter: try json.optionalString("adapter"),
+                resetAt: try json.optionalString("reset_at"), last: last
+            )
+        } catch {
+            return nil
+        }
     }
 
     /// What a reader should show (SPEC §6): `timeout`/`error` past `reset_at` are
@@ -111,6 +122,20 @@ public struct StatusRecord: Sendable, Hashable, Codable {
 }
 
 extension StatusRecord.Last {
+    /// The `last` member of a status file; `nil` when it is not one.
+    public init?(json: JSONValue) {
+        do {
+            guard let outcome = StatusRecord.LastOutcome(rawValue: try json.requiredString("outcome")) else { return nil }
+            self.init(
+                outcome: outcome, error: try json.optionalString("error"), adapter: try json.optionalString("adapter"),
+                durationMs: try json.optionalInteger("duration_ms", as: Int64.self),
+                finishedAt: try json.requiredString("finished_at"), source: try json.requiredString("source")
+            )
+        } catch {
+            return nil
+        }
+    }
+
     public var json: JSONValue {
         .object([
             ("outcome", .string(outcome.rawValue)),

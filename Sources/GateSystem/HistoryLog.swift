@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
 import GateCore
 
 /// One line per opening in `history.jsonl` (SPEC §6), bounded in size: past
@@ -10,7 +9,7 @@ import GateCore
 public enum HistoryLog {
     public static let maximumBytes = 256 * 1024
 
-    public struct Entry: Sendable, Hashable, Codable {
+    public struct Entry: Sendable, Hashable {
         public var at: String
         public var source: String
         public var uid: UInt32?
@@ -29,9 +28,18 @@ public enum HistoryLog {
             self.durationMs = durationMs
         }
 
-        enum CodingKeys: String, CodingKey {
-            case at, source, uid, adapter, outcome, error
-            case durationMs = "duration_ms"
+        /// One line of `history.jsonl` (`JSONValue.parse`); `nil` when it is not one.
+        public init?(json: JSONValue) {
+            do {
+                self.init(
+                    at: try json.requiredString("at"), source: try json.requiredString("source"),
+                    uid: try json.optionalInteger("uid", as: UInt32.self), adapter: try json.optionalString("adapter"),
+                    outcome: try json.requiredString("outcome"), error: try json.optionalString("error"),
+                    durationMs: try json.requiredInteger("duration_ms", as: Int64.self)
+                )
+            } catch {
+                return nil
+            }
         }
 
         public var json: JSONValue {
@@ -70,10 +78,9 @@ public enum HistoryLog {
     /// The newest `limit` entries, oldest first; unreadable lines are skipped.
     public static func read(_ path: String, limit: Int) -> [Entry] {
         guard limit > 0, case .success(let bytes) = FileBytes.read(path, limit: 4 * maximumBytes) else { return [] }
-        let decoder = JSONDecoder()
         var entries: [Entry] = []
         for line in bytes.split(separator: 0x0a).suffix(limit) {
-            if let entry = try? decoder.decode(Entry.self, from: Data(line)) {
+            if let json = JSONValue.parse(Array(line)), let entry = Entry(json: json) {
                 entries.append(entry)
             }
         }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
 import GateCore
 
 /// The one lock every opener takes (SPEC §6): `flock(2)` on `lock`, held for the
@@ -93,6 +92,6 @@ public final class OpeningLock {
         var buffer = [UInt8](repeating: 0, count: 1024)
         let count = pread(fd, &buffer, buffer.count, 0)
         guard count > 0 else { return nil }
-        return try? JSONDecoder().decode(LockRecord.self, from: Data(buffer[0..<count]))
+        return JSONValue.parse(Array(buffer[0..<count])).flatMap(LockRecord.init(json:))
     }
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
 import GateCore
 
 /// `status.json`, replaced atomically on every change (SPEC §6): written to a
@@ -15,7 +14,7 @@ public enum StatusFile {
     /// The record as written, or `nil` when there is none yet (or it cannot be read).
     public static func read(_ path: String) -> StatusRecord? {
         guard case .success(let bytes) = FileBytes.read(path, limit: 64 * 1024) else { return nil }
-        return try? JSONDecoder().decode(StatusRecord.self, from: Data(bytes))
+        return JSONValue.parse(bytes).flatMap(StatusRecord.init(json:))
     }
 
     /// What readers show: the rules of SPEC §6 applied to the file and the lock.
