@@ -249,19 +249,17 @@ enum Tool {
         env["LC_ALL"] = "C.UTF-8"
         process.environment = env
         process.standardInput = FileHandle.nullDevice
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
         let done = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in done.signal() }
         try process.run()
+        closeFileStreams(of: process)
         if done.wait(timeout: .now() + timeout) == .timedOut {
             kill(process.processIdentifier, SIGKILL)
             _ = done.wait(timeout: .now() + 5)
             throw GateRunner.Failure("\(name) \(arguments) did not finish within \(Int(timeout)) s")
         }
-        try? outHandle.close()
-        try? errHandle.close()
         return Run(
             status: process.terminationStatus,
             stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",

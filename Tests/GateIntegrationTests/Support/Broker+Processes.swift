@@ -55,6 +55,7 @@ extension MosquittoBroker {
             process.standardOutput = try Self.appendingHandle(stdout)
             process.standardError = stdout == stderr ? process.standardOutput : try Self.appendingHandle(stderr)
             try runWithSignalsUnblocked(process)
+            closeFileStreams(of: process)
             guard watchdog else { return }
             // on failure, deinit kills the child
             guardian = try startOrphanGuard(killing: process.processIdentifier, label: "gate-test-watchdog")

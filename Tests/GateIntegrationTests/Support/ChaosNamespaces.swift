@@ -282,6 +282,7 @@ enum ChaosGate {
         process.terminationHandler = { _ in exited.signal() }
         let started = ContinuousClock.now
         try process.run()
+        closeFileStreams(of: process)
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         if exited.wait(timeout: .now() + seconds) == .timedOut {
             kill(process.processIdentifier, SIGKILL)

@@ -107,6 +107,7 @@ final class DaemonProcess {
         process.terminationHandler = { _ in exited.signal() }
         spawnedNs = monotonicNowNs()
         try runWithSignalsUnblocked(process)
+        closeFileStreams(of: process)
         startGuardian()
     }
 

@@ -69,7 +69,7 @@ enum GateRunner {
 /// A `gate` process that is still running, for tests that act while it waits.
 final class RunningGate {
     let process = Process()
-    private let directory: URL
+    let directory: URL
     private let stdoutURL: URL
     private let stderrURL: URL
     private let exited = DispatchSemaphore(value: 0)
@@ -91,6 +91,7 @@ final class RunningGate {
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        closeFileStreams(of: process)
     }
 
     var pid: Int32 { process.processIdentifier }

@@ -220,6 +220,7 @@ enum SessionCommand {
         process.standardError = try FileHandle(forWritingTo: err)
         let started = ContinuousClock.now
         let exited = try spawn(process)
+        closeFileStreams(of: process)
         guard wait(exited, timeout: timeout) else {
             kill(process.processIdentifier, SIGKILL)
             _ = wait(exited, timeout: .seconds(5))

@@ -59,6 +59,9 @@ final class Simulator {
     let stdoutBeforeReady: String
 
     private let process: Process
+    /// Our end of the simulator's stdout: read until `ready`, then left open (a later line must
+    /// not meet a closed pipe) until this object goes; `Process` keeps its `Pipe` past that.
+    private let stdoutReader: FileHandle
     private let exited = DispatchSemaphore(value: 0)
     private var termination: Termination?
 
@@ -79,6 +82,7 @@ final class Simulator {
 
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let stdout = Pipe()
+        stdoutReader = stdout.fileHandleForReading
         process = Process()
         process.executableURL = try Self.binary()
         process.arguments = arguments
@@ -89,6 +93,7 @@ final class Simulator {
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        closeFileStreams(of: process)
 
         let (text, sawReady) = Self.readUntilReady(stdout.fileHandleForReading.fileDescriptor, timeout: readyTimeout)
         stdoutBeforeReady = text
@@ -128,6 +133,7 @@ final class Simulator {
         if termination == nil && process.isRunning {
             Self.kill(process, exited: exited)
         }
+        try? stdoutReader.close()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -205,6 +211,7 @@ final class Simulator {
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        closeFileStreams(of: process)
         guard exited.wait(timeout: dispatchDeadline(after: timeout)) == .success else {
             kill(process, exited: exited)
             throw Failure(description: "esp32-sim \(arguments) did not exit within \(timeout)")
