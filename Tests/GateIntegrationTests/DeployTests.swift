@@ -165,7 +165,8 @@ struct DeployTests {
     func packagingScripts() throws {
         let root = try Deploy.file("debian").deletingLastPathComponent().deletingLastPathComponent()
         let scripts = ["scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
-                       "scripts/bench/all", "scripts/bench/daemon", "scripts/chaos"]
+                       "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
+                       "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo"]
             .map { root.appendingPathComponent($0).path }
             .filter { FileManager.default.fileExists(atPath: $0) }
         let bash = try Tool.run("shellcheck", ["-x"] + scripts, package: "shellcheck")

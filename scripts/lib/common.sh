@@ -42,6 +42,26 @@ start_simulator() {
     [ -n "$SIM_PORT" ] || { echo "esp32-sim did not say its port" >&2; return 1; }
 }
 
+# Starts an anonymous mosquitto broker in the background on a free loopback port.
+# Sets BROKER_PID and BROKER_PORT; its config and log go to files in $1.
+start_broker() {
+    local dir="$1"
+    BROKER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n' "$BROKER_PORT" >"$dir/mosquitto.conf"
+    mosquitto -c "$dir/mosquitto.conf" >"$dir/mosquitto.log" 2>&1 &
+    BROKER_PID=$!
+    local waited=0
+    until (echo >/dev/tcp/127.0.0.1/"$BROKER_PORT") 2>/dev/null; do
+        if ! kill -0 "$BROKER_PID" 2>/dev/null || [ $waited -ge 50 ]; then
+            echo "mosquitto did not start:" >&2
+            cat "$dir/mosquitto.log" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+}
+
 # Sets RELEASE_BUILD to the `swift build` command line of the binaries that ship:
 # the .deb (scripts/package-deb) is built with it, and the benchmarks and the
 # soak measure what it builds. $1 is the scratch path.
