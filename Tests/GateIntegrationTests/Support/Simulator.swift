@@ -100,6 +100,7 @@ final class Simulator {
         guard sawReady else {
             let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
             Self.kill(process, exited: exited)
+            try? stdoutReader.close()  // no deinit for an object that was never whole
             try? FileManager.default.removeItem(at: directory)
             throw Failure(description: "esp32-sim \(arguments) did not print ready within \(readyTimeout); "
                 + "stdout: \(text.debugDescription), stderr:\n\(log)")
@@ -119,6 +120,7 @@ final class Simulator {
               let port = UInt16(line[line.index(after: colon)...])
         else {
             Self.kill(process, exited: exited)
+            try? stdoutReader.close()  // no deinit for an object that was never whole
             try? FileManager.default.removeItem(at: directory)
             throw Failure(description: "no \"listening on udp\" line in esp32-sim's stderr:\n\(log)")
         }
