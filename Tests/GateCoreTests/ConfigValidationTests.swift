@@ -258,6 +258,16 @@ struct ConfigProblemTests {
         }
     }
 
+    @Test("Which key names count as a password")
+    func passwordLikeNames() {
+        for name in ["password", "Password", "MQTT_PASSWORD", "mqttpassword", "password2", "passwd", "PASSWD", "x-password-x"] {
+            #expect(ConfigValidator.isPasswordLike(name), "\(name)")
+        }
+        for name in ["", "pass", "passw", "passwor", "pwd", "username", "passwdx", "pass_word", "drowssap"] {
+            #expect(!ConfigValidator.isPasswordLike(name), "\(name)")
+        }
+    }
+
     @Test func passwordProblemHasTheKeyAndLine() throws {
         let found = try problem(mqtt + "password = \"hunter2\"")
         #expect(found.key == "mqtt.password")

@@ -29,6 +29,20 @@ struct JSONValueParsingTests {
         #expect(parse(tricky.serialized()) == tricky, "what the writer escapes, the reader reads back")
     }
 
+    @Test("The writer copies what needs no escape as it is and escapes the rest", arguments: [
+        ("relay cycle confirmed via mqtt in 401 ms", #""relay cycle confirmed via mqtt in 401 ms""#),
+        ("", #""""#),
+        ("caf\u{e9} \u{2192} \u{20ac} \u{1f600}", "\"caf\u{e9} \u{2192} \u{20ac} \u{1f600}\""),  // 0xE2 that is not U+2028/9
+        ("a\u{2028}b\u{2029}c", #""a\u2028b\u2029c""#),
+        ("\u{2192}\u{2028}", "\"\u{2192}\\u2028\""),
+        ("say \"hi\" \\ bye", #""say \"hi\" \\ bye""#),
+        ("tab\there\u{7f}\u{1f}", #""tab\there\u007f\u001f""#),
+    ])
+    func writerOutput(value: String, expected: String) {
+        #expect(JSONValue.string(value).serialized() == expected)
+        #expect(JSONValue.object([(value, .null)]).serialized() == "{\(expected):null}", "keys are written alike")
+    }
+
     @Test("Not JSON, or not JSON this reader accepts", arguments: [
         "", " ", "nul", "truex", "[1,]", "[1 2]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "{\"a\":1", "[", "\"open",
         "01", "-", "+1", "1.5", "1e3", "2E-1", "9223372036854775808", "-9223372036854775809",
