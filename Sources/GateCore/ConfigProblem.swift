@@ -3,7 +3,8 @@
 /// Rendered as `file:line: key: message`, the way compilers report errors, so
 /// that editors can jump to it.
 public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
-    /// The file the problem is in (as given to the parser).
+    /// The file the problem is in (as given to the parser); empty when there is no
+    /// file to name (none was found).
     public var file: String
     /// 1-based line, when the problem is tied to one.
     public var line: Int?
@@ -20,9 +21,12 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = file
-        if let line { text += ":\(line)" }
-        text += ": "
+        var text = ""
+        if !file.isEmpty {
+            text = file
+            if let line { text += ":\(line)" }
+            text += ": "
+        }
         if let key { text += "\(key): " }
         return text + message
     }

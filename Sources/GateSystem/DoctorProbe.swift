@@ -21,7 +21,7 @@ public enum DoctorProbe {
         case .success(let (config, candidate)):
             return (.valid(path: candidate.path, origin: candidate.origin.rawValue), (config, candidate.path))
         case .failure(let error):
-            let path = (try? locator.locate().get())?.path ?? error.problems.first?.file ?? "the configuration"
+            let path = (try? locator.locate().get())?.path ?? error.problems.first.map(\.file).flatMap { $0.isEmpty ? nil : $0 } ?? "the configuration"
             return (.invalid(path: path, problems: error.problems), nil)
         }
     }

@@ -55,6 +55,26 @@ struct GateConfigTests {
         #expect(run.stderr.contains("no configuration file found") || FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"))
     }
 
+    @Test("No configuration anywhere: each config command says so once, with one gate: prefix",
+          arguments: [["config", "path"], ["config", "check"], ["config", "show"], ["open"]])
+    func noConfigurationMessage(arguments: [String]) throws {
+        guard !FileManager.default.fileExists(atPath: "/etc/gate/gate.toml") else { return }  // a real install here
+        let run = try GateRunner.run(arguments)
+        #expect(run.status == 78, "\(run.summary)")
+        #expect(run.stderr.contains("no configuration file found (looked in "), "\(run.summary)")
+        #expect(!run.stderr.contains("gate: gate:"), "\(run.summary)")
+        #expect(!run.stderr.contains(": : "), "\(run.summary)")
+    }
+
+    @Test("An environment value is taken byte for byte, a leading combining mark included")
+    func environmentValueBytes() throws {
+        let path = "\u{301}no-such-gate.toml"  // relative, so it begins with the mark
+        let run = try GateRunner.run(["config", "path"], environment: GateRunner.isolatedEnvironment(["GATE_CONFIG": path]))
+        #expect(run.status == 78, "\(run.summary)")
+        // Bytes, not Characters: on screen the mark joins whatever precedes it.
+        #expect(Array(run.stdout.utf8) == Array((path + "\n").utf8), "\(run.summary)")
+    }
+
     @Test("--config naming a missing file is an error, not a reason to look elsewhere")
     func missingExplicitFile() throws {
         let run = try GateRunner.run(["open", "--config", "/nonexistent/gate.toml"])

@@ -51,7 +51,8 @@ func startOrphanGuard(killing pid: Int32, label: String) throws -> Process {
 /// not for a handle that someone else owns, such as a terminal's slave side.
 func closeFileStreams(of process: Process) {
     for stream in [process.standardInput, process.standardOutput, process.standardError] {
-        guard let handle = stream as? FileHandle, handle !== FileHandle.nullDevice else { continue }
+        // Not /dev/null, and not this process's own 0, 1 and 2 (Process's defaults).
+        guard let handle = stream as? FileHandle, handle !== FileHandle.nullDevice, handle.fileDescriptor > 2 else { continue }
         try? handle.close()  // stdout and stderr may be one handle: the second close is a no-op error
     }
 }
