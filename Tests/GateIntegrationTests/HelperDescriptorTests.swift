@@ -21,14 +21,19 @@ struct HelperDescriptorTests {
     @Test("A simulator holds nothing open on its files, running or gone")
     func simulator() throws {
         var directory: URL?
+        var pipe: String?
         do {
             let sim = try Simulator()
             directory = sim.directory
+            pipe = sim.stdoutPipeName
             #expect(openDescriptors(under: sim.directory).isEmpty, "open while esp32-sim runs")
             #expect(try sim.stop() == .exited(0))
         }
         let folder = try #require(directory)
         #expect(openDescriptors(under: folder).isEmpty)
+        let pipeName = try #require(pipe)
+        #expect(pipeName.hasPrefix("pipe:["), "\(pipeName)")
+        #expect(openDescriptors(named: pipeName).isEmpty, "our end of the simulator's stdout pipe is still open")
     }
 
     @Test("A broker holds nothing open on its log")

@@ -63,6 +63,12 @@ final class Simulator {
     /// not meet a closed pipe) until this object goes; `Process` keeps its `Pipe` past that.
     private let stdoutReader: FileHandle
     private let exited = DispatchSemaphore(value: 0)
+
+    /// What /proc/self/fd shows for our end of the stdout pipe (`pipe:[inode]`): a pipe's
+    /// inode is not reused while any end is open, so a test can look for it after `deinit`.
+    var stdoutPipeName: String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(stdoutReader.fileDescriptor)")
+    }
     private var termination: Termination?
 
     /// Starts `esp32-sim` with `--udp` (port 0 unless given), `--trigger-log` (a temp file)

@@ -61,10 +61,20 @@ func closeFileStreams(of process: Process) {
 /// not): what a test helper must not leave behind once its child is done.
 func openDescriptors(under directory: URL) -> [String] {
     let prefix = directory.standardizedFileURL.path + "/"
+    return openDescriptors { $0.hasPrefix(prefix) }
+}
+
+/// The descriptors of this process whose /proc/self/fd link reads exactly `name`
+/// (`pipe:[1234]`, `socket:[5678]`).
+func openDescriptors(named name: String) -> [String] {
+    openDescriptors { $0 == name }
+}
+
+private func openDescriptors(where matches: (String) -> Bool) -> [String] {
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
     return entries.compactMap { entry in
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),
-              target.hasPrefix(prefix)
+              matches(target)
         else { return nil }
         return "\(entry) -> \(target)"
     }
