@@ -28,16 +28,7 @@ start_simulator() {
     shift 2
     "$binary" --udp 127.0.0.1:0 "$@" >"$dir/sim.out" 2>"$dir/sim.err" &
     SIM_PID=$!
-    local waited=0
-    until grep -qx ready "$dir/sim.out" 2>/dev/null; do
-        if ! kill -0 "$SIM_PID" 2>/dev/null || [ $waited -ge 100 ]; then
-            echo "esp32-sim did not start:" >&2
-            cat "$dir/sim.err" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    wait_for_start esp32-sim "$SIM_PID" "$dir/sim.err" 100 grep -sqx ready "$dir/sim.out" || return 1
     SIM_PORT=$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/sim.err" | head -n 1)
     [ -n "$SIM_PORT" ] || { echo "esp32-sim did not say its port" >&2; return 1; }
 }
@@ -50,11 +41,22 @@ start_broker() {
     printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n' "$BROKER_PORT" >"$dir/mosquitto.conf"
     mosquitto -c "$dir/mosquitto.conf" >"$dir/mosquitto.log" 2>&1 &
     BROKER_PID=$!
-    local waited=0
-    until (echo >/dev/tcp/127.0.0.1/"$BROKER_PORT") 2>/dev/null; do
-        if ! kill -0 "$BROKER_PID" 2>/dev/null || [ $waited -ge 50 ]; then
-            echo "mosquitto did not start:" >&2
-            cat "$dir/mosquitto.log" >&2
+    wait_for_start mosquitto "$BROKER_PID" "$dir/mosquitto.log" 50 loopback_port_open "$BROKER_PORT"
+}
+
+loopback_port_open() {
+    (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null
+}
+
+# wait_for_start NAME PID LOG TENTHS COMMAND...: runs COMMAND every 0.1 s until it
+# succeeds; fails, showing LOG, when PID has ended or after TENTHS tries.
+wait_for_start() {
+    local name=$1 pid=$2 log=$3 tenths=$4 waited=0
+    shift 4
+    until "$@"; do
+        if ! kill -0 "$pid" 2>/dev/null || [ "$waited" -ge "$tenths" ]; then
+            echo "$name did not start:" >&2
+            cat "$log" >&2
             return 1
         fi
         sleep 0.1
