@@ -10,11 +10,17 @@ import Threading
 /// The MQTT exchange of a `gate open` that tries MQTT first, begun before the
 /// opening is ready to send.
 ///
-/// Why: loading libmosquitto with libssl and libcrypto keeps the dynamic loader busy
-/// for over a millisecond, and the broker wants two round trips (CONNACK, then
-/// SUBACK: SPEC §1) before the trigger may go. Begun on a thread of its own, on
-/// another core, as soon as the command line asks for MQTT, all of that overlaps
-/// reading the configuration, taking the lock and writing the status.
+/// Why: the broker wants two round trips (CONNACK, then SUBACK: SPEC §1) before the
+/// trigger may go, and a TLS broker a handshake and libmosquitto, whose loading with
+/// libssl and libcrypto keeps the dynamic loader busy for over a millisecond. Begun
+/// on a thread of its own, on another core, as soon as the command line asks for
+/// MQTT, and handed its broker as soon as the configuration is read, all of that
+/// overlaps taking the lock and writing the status.
+///
+/// Nothing is loaded before the broker is known: a plain-TCP broker needs no
+/// library (`PlainMQTTClient`), and loading one anyway slowed the main thread (glibc
+/// lets no thread start during a `dlopen`, and the two CPUs shoot down each
+/// other's TLB entries while the loader maps).
 ///
 /// What is not done early is the trigger: it is published only when the opening
 /// machine starts the MQTT adapter (`attempt(config:deadline:)`), so after the lock
@@ -40,7 +46,7 @@ public final class EarlyMQTTExchange: Sendable {
     /// How long the exchange waits for its broker, and then for the opening to claim it.
     public static let holdLimit = Duration.seconds(10)
 
-    /// Starts the thread that loads libmosquitto and then waits for `connect`; nil
+    /// Starts the thread that waits for `connect`; nil
     /// when it cannot start (the adapter then connects when asked, as usual).
     ///
     /// The thread starts on another core than the caller's (`OSThread.detach(elsewhere:)`):
@@ -101,9 +107,6 @@ public final class EarlyMQTTExchange: Sendable {
 
     private func runThread() {
         defer { continuation.finish() }
-        // A library that cannot be loaded is reported by the client the exchange
-        // creates, in the words of the adapter's own connection.
-        _ = MosquittoLibrary.load()
         var fds = [
             pollfd(fd: handedOver.fd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: cancel.fd, events: Int16(POLLIN), revents: 0),

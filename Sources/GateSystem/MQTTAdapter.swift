@@ -67,7 +67,7 @@ final class MQTTExchange: Sendable {
     let connackSeen = Mutex(false)
     /// The library's last error log line: TLS failures are only described there.
     let lastError = Mutex<String?>(nil)
-    let client = Mutex<MosquittoClient?>(nil)
+    let client = Mutex<(any MQTTSession)?>(nil)
     let release: TriggerRelease
 
     init(
@@ -94,27 +94,19 @@ final class MQTTExchange: Sendable {
                 return
             }
         }
-        let mosquitto: MosquittoClient
+        let session: any MQTTSession
         // The handler holds this exchange and the exchange holds the client: the
         // cycle is cut here, after the loop (run on this thread) has returned, so the
         // client is never freed from inside one of its own callbacks.
         defer { client.withLock { $0 = nil } }
         do {
-            mosquitto = try MosquittoClient(clientID: MQTTAdapter.clientID(prefix: config.clientIDPrefix)) { [self] event in
+            session = try Self.makeSession(config: config, password: password) { [self] event in
                 handle(event)
             }
-            if let username = config.username {
-                try password.map { secret in
-                    try secret.withBytes { try mosquitto.setCredentials(username: username, password: $0) }
-                } ?? mosquitto.setCredentials(username: username, password: nil)
-            }
             password = nil
-            if config.tls {
-                try mosquitto.enableTLS(.init(caFile: config.caFile))
-            }
-            client.withLock { $0 = mosquitto }
-            logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(mosquitto.clientID)"])
-            try mosquitto.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
+            client.withLock { $0 = session }
+            logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(session.clientID)"])
+            try session.connect(host: config.host, port: config.port, keepAlive: 60, deadline: release.state().deadline)
         } catch {
             // A TLS failure happens inside connect; its words are in the log, and the log
             // handler may already have reported it (fail reports once).
@@ -124,7 +116,7 @@ final class MQTTExchange: Sendable {
         // SUBSCRIBE waits for the CONNACK although MQTT would allow it earlier: a broker
         // that refuses the login closes the socket, and a SUBSCRIBE already in flight
         // then fails with EPIPE before the CONNACK's "not authorised" is read.
-        let code = runLoop(mosquitto, wake: wake)
+        let lost = runLoop(session, wake: wake)
         let reached = phase.withLock { phase -> Phase in
             defer { phase = .over }
             return phase
@@ -132,7 +124,7 @@ final class MQTTExchange: Sendable {
         let connected = connackSeen.withLock { $0 }
         switch reached {
         case .connecting:
-            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(code.map { MosquittoError.words(for: $0) } ?? "no CONNACK within the budget")\(lastErrorSuffix)"))
+            continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)"))
         case .subscribing where !connected:
             continuation.yield(.unreachable("cannot reach MQTT broker at \(broker): no CONNACK within the budget\(lastErrorSuffix)"))
         case .subscribing:
@@ -140,14 +132,26 @@ final class MQTTExchange: Sendable {
         case .subscribed:
             // Only an early exchange waits here: the opening never asked for the trigger.
             continuation.yield(.unreachable("the connection to MQTT broker at \(broker) ended before the opening sent its trigger"))
-        case .published where code != nil:
-            continuation.yield(.unreachable("lost the connection to MQTT broker at \(broker) (\(code.map { MosquittoError.words(for: $0) } ?? ""))\(lastErrorSuffix)"))
+        case .published where lost != nil:
+            continuation.yield(.unreachable("lost the connection to MQTT broker at \(broker) (\(lost ?? ""))\(lastErrorSuffix)"))
         case .published:
             continuation.yield(.deadlineReached)
         case .over:
             break
         }
-        mosquitto.disconnect()
+        session.disconnect()
+    }
+
+    /// libmosquitto for TLS; for plain TCP the client of our own, which spares the
+    /// opening the loading of libmosquitto, libssl and libcrypto (`PlainMQTTClient`).
+    static func makeSession(
+        config: MQTTConfig, password: Secret?, handler: @escaping @Sendable (MQTTSessionEvent) -> Void
+    ) throws -> any MQTTSession {
+        let clientID = MQTTAdapter.clientID(prefix: config.clientIDPrefix)
+        guard config.tls else {
+            return PlainMQTTClient(clientID: clientID, username: config.username, password: password, handler: handler)
+        }
+        return try MosquittoSession(clientID: clientID, username: config.username, password: password, tls: .init(caFile: config.caFile), handler: handler)
     }
 
     /// The longest the loop waits for the socket before looking at the deadline and
@@ -155,11 +159,11 @@ final class MQTTExchange: Sendable {
     /// for it: the socket wakes the loop as soon as anything arrives.
     static let loopSliceMs: Int32 = 20
 
-    /// Runs libmosquitto's network loop on this thread (no thread of the library's:
+    /// Runs the client's network loop on this thread (no thread of libmosquitto's:
     /// nothing to cancel when the exchange ends) until the deadline, the consumer
     /// stops listening, the exchange is over, or the connection is gone; then returns
-    /// the library's code for a lost connection, if that is why it stopped.
-    private func runLoop(_ mosquitto: MosquittoClient, wake: WakeSignal) -> Int32? {
+    /// the client's words for a lost connection, if that is why it stopped.
+    private func runLoop(_ session: any MQTTSession, wake: WakeSignal) -> String? {
         var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
             let (deadline, released) = release.state()
@@ -180,14 +184,12 @@ final class MQTTExchange: Sendable {
                 var waits = [
                     pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
                     pollfd(fd: release.signal?.fd ?? -1, events: Int16(POLLIN), revents: 0),
-                    pollfd(fd: mosquitto.socket, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: session.socket, events: Int16(POLLIN), revents: 0),
                 ]
                 guard poll(&waits, 3, min(remainingMs, Self.heldSliceMs)) > 0, waits[2].revents != 0 else { continue }
-                let code = mosquitto.loopOnce(timeoutMs: 0)
-                if code != MosquittoError.success { return code }
+                if let lost = session.loopOnce(timeoutMs: 0) { return lost }
             case .connecting, .subscribing, .published:
-                let code = mosquitto.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs))
-                if code != MosquittoError.success { return code }
+                if let lost = session.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs)) { return lost }
             }
         }
     }
@@ -199,29 +201,29 @@ final class MQTTExchange: Sendable {
         lastError.withLock { $0 }.map { " (\($0))" } ?? ""
     }
 
-    /// Runs on the exchange's own thread, inside `loopOnce`.
-    private func handle(_ event: MosquittoEvent) {
+    /// Runs on the exchange's own thread, inside `connect` or `loopOnce`.
+    private func handle(_ event: MQTTSessionEvent) {
         switch event {
-        case .log(let level, let text):
-            logger.trace("libmosquitto", metadata: ["adapter": "mqtt", "text": "\(text)"])
-            guard level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning else { return }
+        case .trace(let text):
+            logger.trace("mqtt client", metadata: ["adapter": "mqtt", "text": "\(text)"])
+
+        case .problem(let text, let fatalWhileConnecting):
             lastError.withLock { $0 = text }
-            // A TLS handshake that fails inside the network loop is only logged: no
-            // disconnect callback follows, and the loop would retry until the budget ends.
             let connecting = !connackSeen.withLock { $0 }
-            if connecting, level == MosquittoLogLevel.error {
+            if connecting, fatalWhileConnecting {
                 fail("cannot reach MQTT broker at \(broker): \(text)")
             }
 
         case .connected(let code):
             guard code == 0 else {
-                fail("MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))")
+                let words = (try? withClient { $0.connackWords(for: code) }) ?? MQTTPacket.connackWords(for: code)
+                fail("MQTT broker at \(broker) refused the connection: \(words)")
                 return
             }
             connackSeen.withLock { $0 = true }
             logger.debug("connected", metadata: ["adapter": "mqtt", "broker": "\(broker)"])
             do {
-                let messageID = try withClient { try $0.subscribe(topic: config.statusTopic, qos: 0) }
+                let messageID = try withClient { try $0.subscribe(topic: config.statusTopic) }
                 phase.withLock { phase in
                     if case .connecting = phase { phase = .subscribing(messageID: messageID) }
                 }
@@ -264,9 +266,6 @@ final class MQTTExchange: Sendable {
             guard code != 0 else { return }
             let words = lastErrorSuffix.isEmpty ? " (\(MosquittoError.words(for: code)))" : lastErrorSuffix
             fail("lost the connection to MQTT broker at \(broker)\(words)")
-
-        case .published:
-            break
         }
     }
 
@@ -281,10 +280,11 @@ final class MQTTExchange: Sendable {
         guard claimed else { return }
         let seconds = WallClock.nowNanoseconds() / 1_000_000_000
         do {
-            _ = try withClient { try $0.publish(topic: config.triggerTopic, payload: Array(String(seconds).utf8), qos: 0, retain: false) }
+            try withClient { try $0.publish(topic: config.triggerTopic, payload: Array(String(seconds).utf8)) }
         } catch {
-            // libmosquitto refused before queueing anything (no connection, bad topic):
-            // nothing left, so this is a failure before `.sent`.
+            // The client refused before anything was written (no connection, bad topic),
+            // or the write itself failed: the broker cannot have passed it on whole, so
+            // this is a failure before `.sent`.
             fail("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(error)")
             return
         }
@@ -302,10 +302,10 @@ final class MQTTExchange: Sendable {
         if first { continuation.yield(.unreachable(reason)) }
     }
 
-    private func withClient<R>(_ body: (MosquittoClient) throws -> R) throws -> R {
+    private func withClient<R>(_ body: (any MQTTSession) throws -> R) throws -> R {
         // The client is set before the loop starts, so events never see it missing.
         guard let current = client.withLock({ $0 }) else {
-            throw MosquittoError(call: "mosquitto client", code: 3)
+            throw PlainMQTTError("no MQTT client")
         }
         return try body(current)
     }
