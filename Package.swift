@@ -84,7 +84,7 @@ let package = Package(
             path: "esp32-sim"
         ),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
-        .testTarget(name: "GateSystemTests", dependencies: ["GateSystem", "Threading", "CSched"]),
+        .testTarget(name: "GateSystemTests", dependencies: ["GateSystem", "GateCore", "Mosquitto", "Threading", "CSched"]),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",

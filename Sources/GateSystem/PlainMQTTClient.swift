@@ -19,6 +19,7 @@ final class PlainMQTTClient: MQTTSession {
         var fd: Int32 = -1
         var reader = MQTTPacketReader()
         var lastPacketID: UInt16 = 0
+        var heardFromBroker = false
     }
 
     let clientID: String
@@ -89,6 +90,7 @@ final class PlainMQTTClient: MQTTSession {
                 let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if count > 0 {
                     connection.reader.append(chunk[0..<count])
+                    connection.heardFromBroker = true
                     continue
                 }
                 if count == 0 {
@@ -99,6 +101,10 @@ final class PlainMQTTClient: MQTTSession {
                     ending = SystemError("recv").description
                 }
                 break
+            }
+            if let words = ending, !connection.heardFromBroker {
+                // A TLS listener drops a plain CONNECT without a word: the likeliest cause.
+                ending = "\(words), before any answer (if the broker expects TLS, set tls = true in [mqtt])"
             }
             // What arrived before the end is handled first: a refusing broker sends its
             // CONNACK and closes.

@@ -87,23 +87,24 @@ struct GateMQTTTests {
         #expect(tried[1]["outcome"] as? String == "success")
     }
 
-    @Test("A retained stale 1 with a silent device: exit 69, neither success nor 124")
-    func retainedStaleStatus() throws {
-        let broker = try MosquittoBroker(.plain)
+    /// Over TLS too: the one-shot exchange is the same, its client is libmosquitto there.
+    @Test("A retained stale 1 with a silent device: exit 69, neither success nor 124", arguments: [false, true])
+    func retainedStaleStatus(tls: Bool) throws {
+        let broker = try MosquittoBroker(tls ? .tls : .plain)
         let sim = try Simulator(simMQTT(broker) + ["--fault", "mqtt:silent"])
         try broker.publish(topic: statusTopic, payload: "1", retained: true)
-        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker, caFile: broker.caFile)
         let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
         #expect(run.status == 69, "\(run.summary)")
         #expect(try run.json()["error"] as? String == "mqttConnectionFailed")
         #expect(try attempts(run).first?["outcome"] as? String == "no_answer")
     }
 
-    @Test("The ESP32 answers 1 the instant the trigger arrives: 20 openings in a row succeed")
-    func subscribeBeforePublish() throws {
-        let broker = try MosquittoBroker(.plain)
+    @Test("The ESP32 answers 1 the instant the trigger arrives: 20 openings in a row succeed", arguments: [false, true])
+    func subscribeBeforePublish(tls: Bool) throws {
+        let broker = try MosquittoBroker(tls ? .tls : .plain)
         let sim = try Simulator(simMQTT(broker) + ["--hold-ms", "20"])
-        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker, caFile: broker.caFile)
         for index in 0..<20 {
             let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
             #expect(run.status == 0, "opening \(index): \(run.summary)")
@@ -223,9 +224,8 @@ struct GateMQTTTests {
         #expect(try run.json()["adapter"] as? String == "udp")
     }
 
-    /// `--via mqtt` loads libmosquitto and connects to the broker while it reads the
-    /// configuration and takes the lock (EarlyMQTTExchange); an opening refused there
-    /// must still publish nothing.
+    /// `--via mqtt` connects to the broker and subscribes while it takes the lock
+    /// (EarlyMQTTExchange); an opening refused there must still publish nothing.
     @Test("Refused by the lock or the cooldown, --via mqtt publishes no trigger", arguments: ["lock", "cooldown"])
     func refusedPublishesNothing(refusal: String) throws {
         let broker = try MosquittoBroker(.plain)
