@@ -142,18 +142,6 @@ final class MQTTExchange: Sendable {
         session.disconnect()
     }
 
-    /// libmosquitto for TLS; for plain TCP the client of our own, which spares the
-    /// opening the loading of libmosquitto, libssl and libcrypto (`PlainMQTTClient`).
-    static func makeSession(
-        config: MQTTConfig, password: Secret?, handler: @escaping @Sendable (MQTTSessionEvent) -> Void
-    ) throws -> any MQTTSession {
-        let clientID = MQTTAdapter.clientID(prefix: config.clientIDPrefix)
-        guard config.tls else {
-            return PlainMQTTClient(clientID: clientID, username: config.username, password: password, handler: handler)
-        }
-        return try MosquittoSession(clientID: clientID, username: config.username, password: password, tls: .init(caFile: config.caFile), handler: handler)
-    }
-
     /// The longest the loop waits for the socket before looking at the deadline and
     /// the wake-up again: how late a cancelled exchange may notice. Data never waits
     /// for it: the socket wakes the loop as soon as anything arrives.

@@ -37,6 +37,20 @@ protocol MQTTSession: AnyObject, Sendable {
     func connackWords(for code: Int32) -> String
 }
 
+extension MQTTExchange {
+    /// libmosquitto for TLS; for plain TCP the client of our own, which spares the
+    /// opening the loading of libmosquitto, libssl and libcrypto (`PlainMQTTClient`).
+    static func makeSession(
+        config: MQTTConfig, password: Secret?, handler: @escaping @Sendable (MQTTSessionEvent) -> Void
+    ) throws -> any MQTTSession {
+        let clientID = MQTTAdapter.clientID(prefix: config.clientIDPrefix)
+        guard config.tls else {
+            return PlainMQTTClient(clientID: clientID, username: config.username, password: password, handler: handler)
+        }
+        return try MosquittoSession(clientID: clientID, username: config.username, password: password, tls: .init(caFile: config.caFile), handler: handler)
+    }
+}
+
 /// libmosquitto behind `MQTTSession`: what a TLS broker gets.
 final class MosquittoSession: MQTTSession {
     let client: MosquittoClient
