@@ -42,7 +42,7 @@ final class PlainMQTTClient: MQTTSession {
         connection.withLock { connection in
             if connection.fd >= 0 { close(connection.fd) }
         }
-        wipePassword()
+        password.withLock { wipe(&$0) }
     }
 
     var socket: Int32 { connection.withLock { $0.fd } }
@@ -249,11 +249,5 @@ private func wipe(_ bytes: inout [UInt8]?) {
 private func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { buffer in
         if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
-    }
-}
-
-extension PlainMQTTClient {
-    fileprivate func wipePassword() {
-        password.withLock { wipe(&$0) }
     }
 }

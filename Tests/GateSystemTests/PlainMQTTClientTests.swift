@@ -5,36 +5,44 @@ import Synchronization
 import Testing
 @testable import GateSystem
 
+/// A TCP socket bound to a free port of 127.0.0.1, listening or not (a port bound
+/// and not listening refuses connections, and stays reserved while the socket lives).
+private func loopbackTCPSocket(listening: Bool) throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && (!listening || listen(fd, 1) == 0) && getsockname(fd, $0, &length) == 0
+        }
+    }
+    guard fd >= 0, ok else {
+        let failure = SystemError("bind")
+        close(fd)
+        throw failure
+    }
+    return (fd, UInt16(bigEndian: address.sin_port))
+}
+
 /// A one-connection TCP server on 127.0.0.1 that reads what the client sends and
 /// answers with a script: for what a real broker would not do.
 private final class ScriptedServer: Sendable {
     let port: UInt16
     private let listener: Int32
     let received = Mutex<[UInt8]>([])
-    let done = Mutex(false)
 
     /// `replies`: sent one by one, 20 ms apart, once the client's first bytes arrived;
-    /// then the connection is closed when `close` says so, or held until the server goes.
+    /// then the connection is closed at once when `closeAfter`, or else when the client
+    /// closes its side.
     init(replies: [[UInt8]], closeAfter: Bool) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard fd >= 0, ok else { throw SystemError("listen") }
-        listener = fd
-        port = UInt16(bigEndian: address.sin_port)
+        (listener, port) = try loopbackTCPSocket(listening: true)
         let thread = Thread { [self] in serve(replies: replies, closeAfter: closeAfter) }
         thread.start()
     }
 
     private func serve(replies: [[UInt8]], closeAfter: Bool) {
-        defer { done.withLock { $0 = true } }
         let connection = accept(listener, nil, nil)
         guard connection >= 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -133,20 +141,11 @@ struct PlainMQTTClientTests {
 
     @Test("Nothing listens: connect throws the system's words, naming the call")
     func refused() throws {
-        // A port bound and not listening refuses connections, and stays reserved.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, port) = try loopbackTCPSocket(listening: false)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound)
         let client = PlainMQTTClient(clientID: "c", username: nil, password: nil) { _ in }
         #expect(throws: SystemError("connect", code: ECONNREFUSED)) {
-            try client.connect(host: "127.0.0.1", port: Int(UInt16(bigEndian: address.sin_port)), keepAlive: 60, deadline: deadline)
+            try client.connect(host: "127.0.0.1", port: Int(port), keepAlive: 60, deadline: deadline)
         }
         #expect(client.socket == -1)
     }
