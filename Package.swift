@@ -36,10 +36,8 @@ let package = Package(
         .target(name: "GPIO", dependencies: ["CGPIOD", "Threading"]),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        // glibc's CPU affinity calls, declared without _GNU_SOURCE (see shim.h).
-        .systemLibrary(name: "CSched"),
         // A detached pthread and a wake-up pipe, for blocking poll loops (adapters, GPIO).
-        .target(name: "Threading", dependencies: ["CSched"]),
+        .target(name: "Threading"),
         // Sockets, files, clocks, interfaces: everything that touches the system.
         .target(
             name: "GateSystem",
@@ -84,7 +82,7 @@ let package = Package(
             path: "esp32-sim"
         ),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
-        .testTarget(name: "GateSystemTests", dependencies: ["GateSystem", "GateCore", "Mosquitto", "Threading", "CSched"]),
+        .testTarget(name: "GateSystemTests", dependencies: ["GateSystem", "GateCore", "Mosquitto", "Threading"]),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",

@@ -61,53 +61,46 @@ public struct AdapterPlan: Sendable, Hashable {
 
     /// Decides the adapter order of SPEC §2.
     ///
-    /// - Parameter udpLink: where the ESP32's UDP address is, or why it could not be
-    ///   resolved; `nil` when UDP is not configured.
-    public static func make(config: GateConfig, selection: AdapterSelection, udpLink: Result<LinkVerdict, ResolutionFailure>?) -> AdapterPlan {
+    /// - Parameter udpLink: where the ESP32's UDP address is when it is an IP literal;
+    ///   `nil` for a host name, which the UDP attempt resolves within its own budget
+    ///   (and then checks on-link itself).
+    public static func make(config: GateConfig, selection: AdapterSelection, udpLink: LinkVerdict?) -> AdapterPlan {
         var plan = AdapterPlan(adapters: [], skipped: [], forced: selection.forcedAdapter)
         switch selection {
         case .auto:
             if let udp = config.udp {
                 switch udpLink {
-                case .success(.loopback), .success(.onLink):
+                case .offLink:
+                    plan.skip(.udp, .offLink(host: udp.host))
+                case .loopback, .onLink, nil:
                     plan.adapters.append(.init(kind: .udp, budget: .seconds(fromConfig: udp.timeout)))
-                case .success(.offLink):
-                    plan.skip(.udp, "\(udp.host) is not on a directly connected network")
-                case .failure(let failure):
-                    plan.skip(.udp, failure.message)
-                case nil:
-                    plan.skip(.udp, "the ESP32's address was not checked")
                 }
             } else {
-                plan.skip(.udp, "not configured (no [udp] table)")
+                plan.skip(.udp, .notConfigured(.udp))
             }
             if let mqtt = config.mqtt {
                 plan.adapters.append(.init(kind: .mqtt, budget: .seconds(fromConfig: mqtt.timeout)))
             } else {
-                plan.skip(.mqtt, "not configured (no [mqtt] table)")
+                plan.skip(.mqtt, .notConfigured(.mqtt))
             }
         case .udp:
             if let udp = config.udp {
-                // Forced: tried even off-link, but an unresolvable name cannot be sent to.
-                if case .failure(let failure) = udpLink {
-                    plan.skipped.append(AttemptRecord(adapter: .udp, outcome: .unreachable, reason: failure.message, duration: .zero))
-                } else {
-                    plan.adapters.append(.init(kind: .udp, budget: .seconds(fromConfig: udp.timeout)))
-                }
+                // Forced: tried even off-link.
+                plan.adapters.append(.init(kind: .udp, budget: .seconds(fromConfig: udp.timeout)))
             } else {
-                plan.skip(.udp, "not configured (no [udp] table)")
+                plan.skip(.udp, .notConfigured(.udp))
             }
         case .mqtt:
             if let mqtt = config.mqtt {
                 plan.adapters.append(.init(kind: .mqtt, budget: .seconds(fromConfig: mqtt.timeout)))
             } else {
-                plan.skip(.mqtt, "not configured (no [mqtt] table)")
+                plan.skip(.mqtt, .notConfigured(.mqtt))
             }
         }
         return plan
     }
 
-    private mutating func skip(_ kind: AdapterKind, _ reason: String) {
+    private mutating func skip(_ kind: AdapterKind, _ reason: AttemptReason) {
         skipped.append(AttemptRecord(adapter: kind, outcome: .skipped, reason: reason, duration: nil))
     }
 

@@ -27,12 +27,28 @@ public struct LockRecord: Sendable, Hashable {
     public var since: String?
     /// CLOCK_MONOTONIC nanoseconds when the last opening that sent a trigger ended.
     public var endedMonotonicNs: UInt64?
+    /// CLOCK_MONOTONIC nanoseconds when the last trigger was sent, written before it
+    /// was sent: an opener killed mid-cycle never writes its end, and this still
+    /// starts the cooldown.
+    public var triggeredMonotonicNs: UInt64?
 
-    public init(pid: Int32?, source: String?, since: String?, endedMonotonicNs: UInt64?) {
+    public init(pid: Int32?, source: String?, since: String?, endedMonotonicNs: UInt64?, triggeredMonotonicNs: UInt64? = nil) {
         self.pid = pid
         self.source = source
         self.since = since
         self.endedMonotonicNs = endedMonotonicNs
+        self.triggeredMonotonicNs = triggeredMonotonicNs
+    }
+
+    /// Where the cooldown starts: the end of the last cycle, or its trigger when the
+    /// opener that sent it never recorded an end.
+    public var cooldownStart: UInt64? {
+        switch (endedMonotonicNs, triggeredMonotonicNs) {
+        case (nil, nil): return nil
+        case (let ended?, nil): return ended
+        case (nil, let triggered?): return triggered
+        case (let ended?, let triggered?): return max(ended, triggered)
+        }
     }
 
     /// The record in a lock file's JSON (`JSONValue.parse`); `nil` when a member is of
@@ -43,7 +59,8 @@ public struct LockRecord: Sendable, Hashable {
             self.init(
                 pid: try json.optionalInteger("pid", as: Int32.self), source: try json.optionalString("source"),
                 since: try json.optionalString("since"),
-                endedMonotonicNs: try json.optionalInteger("ended_monotonic_ns", as: UInt64.self)
+                endedMonotonicNs: try json.optionalInteger("ended_monotonic_ns", as: UInt64.self),
+                triggeredMonotonicNs: try json.optionalInteger("triggered_monotonic_ns", as: UInt64.self)
             )
         } catch {
             return nil
@@ -56,6 +73,7 @@ public struct LockRecord: Sendable, Hashable {
             ("source", .string(source)),
             ("since", .string(since)),
             ("ended_monotonic_ns", endedMonotonicNs.map { .int(Int64(clamping: $0)) } ?? .null),
+            ("triggered_monotonic_ns", triggeredMonotonicNs.map { .int(Int64(clamping: $0)) } ?? .null),
         ])
     }
 

@@ -19,8 +19,8 @@ public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The `outcome` field of the JSON result: only an activated relay that never
-    /// released is a timeout; everything else that fails is an error.
+    /// The `outcome` field of the JSON result: a trigger that left without a
+    /// confirmed cycle is a timeout; everything else that fails is an error.
     public var outcome: OpeningOutcome {
         switch self {
         case .operationTimeout: return .timeout
@@ -61,20 +61,24 @@ public enum OpeningOutcome: String, Sendable, Hashable {
 /// Everything `gate open` reports about one opening.
 public struct OpeningResult: Sendable, Hashable {
     public var error: GateKeeperError?
-    /// The adapter that gave the final word (the one that succeeded, or that saw the
-    /// timeout or invalid answer); `nil` when none reached the ESP32.
+    /// The adapter that gave the final word (the one that succeeded, that saw the
+    /// timeout or invalid answer, or whose trigger went unanswered); `nil` when no
+    /// trigger can have reached the ESP32.
     public var adapter: AdapterKind?
     public var duration: Duration
+    /// In adapter order, up to the attempt that decided the outcome.
     public var attempts: [AttemptRecord]
-    /// One sentence for people: what happened and, on failure, why.
-    public var message: String
+    /// Said by the caller when the opening ended before any adapter (the lock's
+    /// holder, the cooldown, a configuration problem); otherwise `message` is
+    /// worded from the attempts.
+    public var explanation: String?
 
-    public init(error: GateKeeperError?, adapter: AdapterKind?, duration: Duration, attempts: [AttemptRecord], message: String) {
+    public init(error: GateKeeperError?, adapter: AdapterKind?, duration: Duration, attempts: [AttemptRecord], explanation: String? = nil) {
         self.error = error
         self.adapter = adapter
         self.duration = duration
         self.attempts = attempts
-        self.message = message
+        self.explanation = explanation
     }
 
     public var outcome: OpeningOutcome { error?.outcome ?? .success }
@@ -89,7 +93,7 @@ extension GateKeeperError {
         case .udpConnectionFailed: return "the ESP32 could not be reached over UDP"
         case .mqttConnectionFailed: return "the ESP32 could not be reached through the MQTT broker"
         case .allAdaptersFailed: return "no adapter reached the ESP32"
-        case .operationTimeout: return "the relay activated but its release was never reported"
+        case .operationTimeout: return "a trigger was sent but the relay cycle was not confirmed; the relay may have cycled"
         case .operationInProgress: return "another opening is in progress"
         case .invalidResponse: return "the ESP32 answered outside the protocol"
         }

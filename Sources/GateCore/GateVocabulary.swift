@@ -24,7 +24,8 @@ public enum GateState: String, Sendable, Hashable, CaseIterable {
 /// What an adapter observed, in the words of the protocol rather than the transport.
 ///
 /// Adapters translate datagrams and MQTT messages into these; the state
-/// machine decides what they mean for the opening.
+/// machine decides what they mean for the opening. Text payloads are the
+/// adapter's own account (it knows the host, the call and its error code).
 public enum AdapterEvent: Sendable, Hashable {
     /// The trigger left this machine.
     case sent
@@ -33,12 +34,28 @@ public enum AdapterEvent: Sendable, Hashable {
     /// The ESP32's address answered something outside the protocol.
     case invalid(String)
     /// The network refused at once (no route, ICMP port unreachable, connect refused):
-    /// there is no evidence that the trigger reached the ESP32.
+    /// there is no evidence that a trigger reached the ESP32.
     case unreachable(String)
+    /// The link ended after the trigger left and before any answer: the trigger may
+    /// have reached the ESP32.
+    case lost(String)
     /// The adapter cannot run as configured (a missing password, say): nothing was sent.
     case misconfigured(String)
+    /// The adapter held its trigger back: nothing was sent.
+    case withheld(Withholding)
     /// The adapter's budget ran out.
     case deadlineReached
+}
+
+/// Why an adapter sent nothing although it could have (SPEC §2 "Evidence and time").
+public enum Withholding: Sendable, Hashable {
+    /// The budget ended while this was still under way (resolving a name, connecting).
+    case budgetSpent(during: String)
+    /// A `1` without its `0` was seen on the status topic before the trigger.
+    case relayActive
+    /// The relay already answered an earlier trigger of this opening (seen on the
+    /// status topic): the answer is on its way to the machine.
+    case relayAnswered
 }
 
 /// How one adapter's attempt ended, as listed in `attempts` of `gate open --json`.
@@ -48,28 +65,52 @@ public enum AttemptOutcome: String, Sendable, Hashable {
     case timeout
     /// Nothing at all came back within the budget.
     case noAnswer = "no_answer"
-    /// The network refused before any answer.
+    /// The network refused before any answer, or the budget ended before anything was sent.
     case unreachable
     case invalidResponse = "invalid_response"
     /// The adapter could not run as configured; nothing was sent.
     case misconfigured
-    /// Not tried: not configured, off-link, or another adapter was forced.
+    /// Not tried: not configured, off-link, or the relay was busy.
     case skipped
+}
+
+/// Why an attempt ended as it did: typed here, worded in `OpeningWording`.
+public enum AttemptReason: Sendable, Hashable {
+    /// No `[udp]` or `[mqtt]` table.
+    case notConfigured(AdapterKind)
+    /// The ESP32's address is not on a directly connected network.
+    case offLink(host: String)
+    /// The adapter's own account: a name that did not resolve, a refused connection…
+    case adapter(String)
+    case noAnswer(budget: Duration)
+    /// `1` seen, `0` not within the budget.
+    case noRelease(budget: Duration)
+    /// `1` read only once the budget was over (a paused or starved process).
+    case activatedAtDeadline(budget: Duration)
+    case releaseBeforeActivation
+    /// `1` seen, then the link failed.
+    case failedAfterActivation(String)
+    /// The trigger left, then the link ended before any answer.
+    case lostAfterTrigger(String)
+    case withheld(Withholding)
 }
 
 /// One adapter's part in an opening.
 public struct AttemptRecord: Sendable, Hashable {
     public var adapter: AdapterKind
     public var outcome: AttemptOutcome
-    /// Why it ended that way, for people; `nil` on success.
-    public var reason: String?
+    /// Why it ended that way; `nil` on success.
+    public var reason: AttemptReason?
     /// `nil` for an adapter that was skipped.
     public var duration: Duration?
+    /// Whether this attempt's trigger left the machine.
+    public var triggerSent: Bool
 
-    public init(adapter: AdapterKind, outcome: AttemptOutcome, reason: String?, duration: Duration?) {
+    public init(adapter: AdapterKind, outcome: AttemptOutcome, reason: AttemptReason?, duration: Duration?, triggerSent: Bool = false) {
         self.adapter = adapter
         self.outcome = outcome
         self.reason = reason
         self.duration = duration
+        self.triggerSent = triggerSent
     }
 }

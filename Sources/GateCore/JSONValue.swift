@@ -105,8 +105,9 @@ extension AttemptRecord {
         .object([
             ("adapter", .string(adapter.rawValue)),
             ("outcome", .string(outcome.rawValue)),
-            ("reason", .string(reason)),
+            ("reason", .string(reason?.description)),
             ("duration_ms", duration.map { .int($0.milliseconds) } ?? .null),
+            ("trigger_sent", .bool(triggerSent)),
         ])
     }
 }

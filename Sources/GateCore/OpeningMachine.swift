@@ -1,13 +1,15 @@
 /// The complete-cycle state machine of SPEC §2 for one opening.
 ///
-/// A value type: the caller feeds it events (each stamped with the time it
-/// happened) and performs the actions it returns. It never sends a trigger
-/// itself, so every rule about *when* a second adapter may be started lives
-/// here, where it can be tested without a network.
+/// A value type: the caller feeds it events, each stamped with the time it
+/// arrived (read from its socket, not dequeued), and performs the actions it
+/// returns. It never sends a trigger itself, so every rule about *when* a second
+/// adapter may be started lives here, where it can be tested without a network.
 ///
 /// Never trigger twice: the machine starts the next adapter only when the
-/// current one ended without any evidence that its trigger reached the ESP32
-/// (nothing came back within the budget, or the network refused at once).
+/// current one ended without any evidence that its trigger reached the ESP32:
+/// nothing came back within the budget on any channel, or the network refused
+/// at once, or nothing was sent. An answer read after the deadline is still
+/// evidence: it ends the opening, it never lets a fallback go.
 public struct OpeningMachine: Sendable {
     /// One adapter to try, with its complete-cycle budget.
     public struct PlannedAdapter: Sendable, Hashable {
@@ -23,12 +25,16 @@ public struct OpeningMachine: Sendable {
     public enum Event: Sendable, Hashable {
         case start(at: MonotonicInstant)
         case adapter(AdapterKind, AdapterEvent, at: MonotonicInstant)
+        /// Relay activity on the status topic after the running attempt's trigger,
+        /// whoever carried it (the attempt's own subscription or the daemon's link).
+        case observed(RelayObserver.Report, at: MonotonicInstant)
         /// The reset delay after a timeout or an error has passed.
         case resetDelayElapsed(at: MonotonicInstant)
     }
 
     public enum Action: Sendable, Hashable {
-        /// Start the adapter: send one trigger and report what comes back until `deadline`.
+        /// Start the adapter: send at most one trigger before `deadline` and report
+        /// what comes back.
         case startAdapter(AdapterKind, deadline: MonotonicInstant)
         /// Stop listening on the adapter: its attempt is over.
         case stopAdapter(AdapterKind)
@@ -39,9 +45,9 @@ public struct OpeningMachine: Sendable {
 
     enum Phase: Sendable, Hashable {
         case idle
-        /// Trigger sent on `plan[index]`, waiting for `1`.
+        /// `plan[index]` started, waiting for `1`.
         case triggering(index: Int, startedAt: MonotonicInstant, deadline: MonotonicInstant)
-        /// `1` seen on `plan[index]`, waiting for `0`.
+        /// `1` seen for `plan[index]`, waiting for `0`.
         case waitingForRelayClose(index: Int, startedAt: MonotonicInstant, deadline: MonotonicInstant)
         /// Failed (`shown` is `timeout` or `error`); `ready` again at `resetAt`.
         case resetting(resetAt: MonotonicInstant, shown: GateState)
@@ -59,13 +65,20 @@ public struct OpeningMachine: Sendable {
     private let skipped: [AttemptRecord]
     /// Adapters tried so far, in the order they ran.
     private var tried: [AttemptRecord] = []
+    /// Whether the running attempt's trigger has left.
+    private var sent = false
+    /// The attempt that decided the outcome alone; nothing after it is listed.
+    private var decidedBy: AdapterKind?
 
-    /// Every adapter's part, in adapter order (UDP, then MQTT), skipped ones included.
+    /// Every adapter's part in adapter order (UDP, then MQTT), skipped ones included,
+    /// up to the attempt that decided the outcome.
     public var attempts: [AttemptRecord] {
         let order = AdapterKind.allCases
-        return (skipped + tried).sorted {
+        let all = (skipped + tried).sorted {
             (order.firstIndex(of: $0.adapter) ?? 0) < (order.firstIndex(of: $1.adapter) ?? 0)
         }
+        guard let decidedBy, let last = all.firstIndex(where: { $0.adapter == decidedBy }) else { return all }
+        return Array(all[...last])
     }
 
     /// - Parameters:
@@ -89,6 +102,14 @@ public struct OpeningMachine: Sendable {
         }
     }
 
+    /// The adapter whose attempt runs now, if any.
+    public var running: AdapterKind? {
+        switch phase {
+        case .triggering(let index, _, _), .waitingForRelayClose(let index, _, _): return plan[index].kind
+        case .idle, .resetting, .done: return nil
+        }
+    }
+
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
         case .start(let now):
@@ -97,7 +118,31 @@ public struct OpeningMachine: Sendable {
             return startAdapter(at: 0, now: now)
 
         case .adapter(let kind, let adapterEvent, let now):
-            return handleAdapter(kind, adapterEvent, now: now)
+            guard running == kind else {
+                // A byte after the decision (a duplicate `0`, a late answer) changes nothing.
+                return []
+            }
+            return handleAdapter(adapterEvent, now: now)
+
+        case .observed(let report, let now):
+            guard let kind = running else { return [] }
+            switch (report, kind) {
+            case (.activated, _):
+                return handleAdapter(.relay(.activated), now: now)
+            case (.released, .mqtt):
+                return handleAdapter(.relay(.released), now: now)
+            case (.invalid(let why), .mqtt):
+                return handleAdapter(.invalid(why), now: now)
+            case (.released, .udp):
+                // A `0` with no `1` before it, seen beside a UDP attempt: the end of a
+                // cycle this opening did not see begin. Only a release after a `1`
+                // (from either channel) completes this opening's cycle.
+                guard case .waitingForRelayClose = phase else { return [] }
+                return handleAdapter(.relay(.released), now: now)
+            case (.invalid, .udp):
+                // Garbage on the topic is not the ESP32's answer to a datagram.
+                return []
+            }
 
         case .resetDelayElapsed(let now):
             guard case .resetting(let resetAt, _) = phase, now >= resetAt else { return [] }
@@ -106,65 +151,68 @@ public struct OpeningMachine: Sendable {
         }
     }
 
-    private mutating func handleAdapter(_ kind: AdapterKind, _ event: AdapterEvent, now: MonotonicInstant) -> [Action] {
+    private mutating func handleAdapter(_ event: AdapterEvent, now: MonotonicInstant) -> [Action] {
         switch phase {
         case .idle, .resetting, .done:
-            // A byte after the decision (a duplicate `0`, a late answer) changes nothing.
             return []
 
         case .triggering(let index, let attemptStart, let deadline):
-            guard plan[index].kind == kind else { return [] }
-            if now >= deadline, event.isAnswer {
-                // The budget ran out before this answer: the deadline decides, the late answer is ignored.
-                return handleAdapter(kind, .deadlineReached, now: deadline)
-            }
+            let budget = plan[index].budget
             switch event {
             case .sent:
+                sent = true
                 return []
+            case .relay(.activated) where now >= deadline:
+                // Read late, yet the ESP32 answered: evidence, so no fallback; and its `0`
+                // can no longer come within the budget.
+                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
+                            reason: .activatedAtDeadline(budget: budget), error: .operationTimeout)
             case .relay(.activated):
                 phase = .waitingForRelayClose(index: index, startedAt: attemptStart, deadline: deadline)
-                return [.stateChanged(.waitingForRelayClose, adapter: kind)]
+                return [.stateChanged(.waitingForRelayClose, adapter: plan[index].kind)]
             case .relay(.released):
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: "the ESP32 reported the release (0) before the activation (1)", error: .invalidResponse)
+                            reason: .releaseBeforeActivation, error: .invalidResponse)
             case .invalid(let description):
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: description, error: .invalidResponse)
+                            reason: .adapter(description), error: .invalidResponse)
             case .unreachable(let reason):
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .unreachable, reason: reason)
+                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .unreachable, reason: .adapter(reason))
+            case .lost(let reason):
+                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .noAnswer, reason: .lostAfterTrigger(reason))
             case .misconfigured(let reason):
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .misconfigured, reason: reason)
+                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .misconfigured, reason: .adapter(reason))
+            case .withheld(.relayActive):
+                // Nothing was sent, and no other adapter may send either: the relay is busy.
+                return refuseBusy(index: index, attemptStart: attemptStart, now: now)
+            case .withheld(.relayAnswered):
+                // The status topic's `1` that closed the permit is on its way here.
+                return []
+            case .withheld(let why):
+                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .unreachable, reason: .withheld(why))
             case .deadlineReached:
-                let reason = "no answer within \(plan[index].budget.humanReadable)"
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .noAnswer, reason: reason)
+                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .noAnswer, reason: .noAnswer(budget: budget))
             }
 
         case .waitingForRelayClose(let index, let attemptStart, let deadline):
-            guard plan[index].kind == kind else { return [] }
-            if now >= deadline, event.isAnswer {
-                return handleAdapter(kind, .deadlineReached, now: deadline)
-            }
+            let budget = plan[index].budget
             switch event {
-            case .sent, .relay(.activated):
+            case .sent, .relay(.activated), .withheld:
                 // A repeated `1` while the relay is held is harmless (SPEC §1).
+                sent = sent || event == .sent
                 return []
+            case .relay(.released) where now >= deadline, .deadlineReached:
+                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
+                            reason: .noRelease(budget: budget), error: .operationTimeout)
             case .relay(.released):
                 return succeed(index: index, attemptStart: attemptStart, now: now)
             case .invalid(let description):
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: description, error: .invalidResponse)
-            case .unreachable(let reason):
+                            reason: .adapter(description), error: .invalidResponse)
+            case .unreachable(let reason), .lost(let reason), .misconfigured(let reason):
                 // The relay is known to be on: no fallback, whatever broke afterwards.
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                            reason: "relay activated (1), then the link failed before the release: \(reason)",
-                            error: .operationTimeout)
-            case .misconfigured(let reason):
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                            reason: "relay activated (1), then: \(reason)", error: .operationTimeout)
-            case .deadlineReached:
-                let reason = "relay activated (1) but no release (0) within \(plan[index].budget.humanReadable)"
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                            reason: reason, error: .operationTimeout)
+                            reason: .failedAfterActivation(reason), error: .operationTimeout)
             }
         }
     }
@@ -175,55 +223,71 @@ public struct OpeningMachine: Sendable {
         }
         let deadline = now + plan[index].budget
         phase = .triggering(index: index, startedAt: now, deadline: deadline)
-        // The trigger first, the announcement after: `triggering` means "trigger sent"
-        // (SPEC §2), and writing the status file must never delay the relay.
+        sent = false
+        // The trigger first, the announcement after: writing the status file must
+        // never delay the relay.
         return [
             .startAdapter(plan[index].kind, deadline: deadline),
             .stateChanged(.triggering, adapter: plan[index].kind),
         ]
     }
 
+    private mutating func record(_ index: Int, _ outcome: AttemptOutcome, _ reason: AttemptReason?, attemptStart: MonotonicInstant, now: MonotonicInstant) {
+        tried.append(AttemptRecord(
+            adapter: plan[index].kind, outcome: outcome, reason: reason,
+            duration: now.duration(since: attemptStart), triggerSent: sent
+        ))
+    }
+
     private mutating func succeed(index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant) -> [Action] {
         let kind = plan[index].kind
-        tried.append(AttemptRecord(adapter: kind, outcome: .success, reason: nil, duration: now.duration(since: attemptStart)))
+        record(index, .success, nil, attemptStart: attemptStart, now: now)
+        decidedBy = kind
         phase = .done
-        let duration = now.duration(since: startedAt)
-        let result = OpeningResult(
-            error: nil, adapter: kind, duration: duration, attempts: attempts,
-            message: "relay cycle confirmed via \(kind) in \(duration.milliseconds) ms"
-        )
+        let result = OpeningResult(error: nil, adapter: kind, duration: now.duration(since: startedAt), attempts: attempts)
         return [.stopAdapter(kind), .stateChanged(.ready, adapter: kind), .finished(result, resetAt: nil)]
     }
 
     /// The ESP32 answered but the cycle failed: no other adapter may be tried.
     private mutating func fail(
         index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant,
-        outcome: AttemptOutcome, reason: String, error: GateKeeperError
+        outcome: AttemptOutcome, reason: AttemptReason, error: GateKeeperError
     ) -> [Action] {
         let kind = plan[index].kind
-        tried.append(AttemptRecord(adapter: kind, outcome: outcome, reason: reason, duration: now.duration(since: attemptStart)))
-        // Said out loud, so nobody wonders why the fallback stayed idle.
-        for later in plan[(index + 1)...] {
-            tried.append(AttemptRecord(
-                adapter: later.kind, outcome: .skipped,
-                reason: "not tried: the ESP32 answered over \(kind), and a second trigger could move the gate twice",
-                duration: nil
-            ))
+        record(index, outcome, reason, attemptStart: attemptStart, now: now)
+        decidedBy = kind
+        return [.stopAdapter(kind)] + finishFailed(error: error, adapter: kind, now: now)
+    }
+
+    /// Another client's cycle is running: this opening sends nothing at all.
+    private mutating func refuseBusy(index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant) -> [Action] {
+        let kind = plan[index].kind
+        record(index, .skipped, .withheld(.relayActive), attemptStart: attemptStart, now: now)
+        decidedBy = kind
+        if sent {
+            // Unreachable by the permit's rule (a busy relay refuses only a trigger not yet
+            // sent); if it ever happened, the trigger may have cycled the relay.
+            return [.stopAdapter(kind)] + finishFailed(error: .operationTimeout, adapter: kind, now: now)
         }
-        return [.stopAdapter(kind)] + finishFailed(error: error, adapter: kind, now: now, message: "\(kind): \(reason)")
+        return [.stopAdapter(kind)] + finishFailed(error: .operationInProgress, adapter: nil, now: now)
     }
 
     /// No evidence that the trigger reached the ESP32: the next adapter may go.
     private mutating func giveUp(
-        index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant, outcome: AttemptOutcome, reason: String
+        index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant, outcome: AttemptOutcome, reason: AttemptReason
     ) -> [Action] {
         let kind = plan[index].kind
-        tried.append(AttemptRecord(adapter: kind, outcome: outcome, reason: reason, duration: now.duration(since: attemptStart)))
+        record(index, outcome, reason, attemptStart: attemptStart, now: now)
         return [.stopAdapter(kind)] + startAdapter(at: index + 1, now: now)
     }
 
     private mutating func exhausted(now: MonotonicInstant) -> [Action] {
-        let reasons = attempts.map { "\($0.adapter): \($0.reason ?? $0.outcome.rawValue)" }.joined(separator: "; ")
+        // A trigger that left and was not refused at once by the network may have cycled
+        // the relay: 124, which a script must not retry blindly. 69 only when nothing
+        // can have reached it (SPEC §2's exit-code table).
+        if let unanswered = tried.last(where: { $0.triggerSent && $0.outcome != .unreachable }) {
+            return finishFailed(error: .operationTimeout, adapter: unanswered.adapter, now: now)
+        }
         let error: GateKeeperError
         if let only = forced {
             // A forced adapter that is not configured, or cannot run as configured, is a
@@ -234,26 +298,14 @@ public struct OpeningMachine: Sendable {
         } else {
             error = .allAdaptersFailed
         }
-        let message = attempts.isEmpty ? "no adapter is configured" : reasons
-        return finishFailed(error: error, adapter: nil, now: now, message: message)
+        return finishFailed(error: error, adapter: nil, now: now)
     }
 
-    private mutating func finishFailed(error: GateKeeperError, adapter: AdapterKind?, now: MonotonicInstant, message: String) -> [Action] {
+    private mutating func finishFailed(error: GateKeeperError, adapter: AdapterKind?, now: MonotonicInstant) -> [Action] {
         let resetAt = now + resetDelay
         let shown: GateState = error == .operationTimeout ? .timeout : .error
         phase = .resetting(resetAt: resetAt, shown: shown)
-        let result = OpeningResult(error: error, adapter: adapter, duration: now.duration(since: startedAt), attempts: attempts, message: message)
+        let result = OpeningResult(error: error, adapter: adapter, duration: now.duration(since: startedAt), attempts: attempts)
         return [.stateChanged(shown, adapter: adapter), .finished(result, resetAt: resetAt)]
-    }
-}
-
-extension AdapterEvent {
-    /// Something the ESP32 said. Only these are subject to the budget: an adapter's
-    /// own account of a failure (why it could not connect) stays true after it.
-    var isAnswer: Bool {
-        switch self {
-        case .relay, .invalid: return true
-        case .sent, .unreachable, .misconfigured, .deadlineReached: return false
-        }
     }
 }

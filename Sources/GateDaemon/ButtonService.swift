@@ -116,36 +116,23 @@ struct ButtonService: Service, CustomStringConvertible {
         }
     }
 
-    /// One opening for one press, from taking the lock to the history line.
+    /// One opening for one press, through the one pipeline (lock, cooldown, status, history).
     private static func open(pressedAt ns: UInt64, context: DaemonContext) async {
         var logger = context.logger
         logger[metadataKey: "source"] = "button"
-        let config = context.config
-        let recorder: OpeningRecorder
-        switch OpeningRecorder.begin(paths: context.paths, source: "button", runtime: config.runtime, force: false, logger: logger) {
-        case .success(let taken):
-            recorder = taken
-        case .failure(let refusal):
-            logger.notice("button press ignored", metadata: ["reason": "\(refusal.message)"])
-            return
-        }
         logger.info("button pressed; opening", metadata: ["edge_ns": "\(ns)"])
-        let opener = Opener(
-            config: config, selection: .auto, logger: logger,
-            makeAdapter: StandardAdapters.factory(credentials: context.credentials, logger: logger, link: { context.link })
-        )
-        let report = await opener.open { state, adapter in
-            recorder.stateChanged(state, adapter: adapter)
-        }
-        recorder.finished(report.result)
+        let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: "button"))
         let metadata: Logger.Metadata = [
-            "outcome": "\(report.result.outcome.rawValue)", "adapter": "\(report.result.adapter?.rawValue ?? "none")",
-            "duration_ms": "\(report.result.duration.milliseconds)",
+            "outcome": "\(result.outcome.rawValue)", "adapter": "\(result.adapter?.rawValue ?? "none")",
+            "duration_ms": "\(result.duration.milliseconds)",
         ]
-        if report.result.error == nil {
-            logger.info("\(report.result.message)", metadata: metadata)
-        } else {
-            logger.error("\(report.result.message)", metadata: metadata)
+        switch result.error {
+        case nil:
+            logger.info("\(result.message)", metadata: metadata)
+        case .operationInProgress:
+            logger.notice("button press ignored: \(result.message)", metadata: metadata)
+        case .some:
+            logger.error("\(result.message)", metadata: metadata)
         }
     }
 

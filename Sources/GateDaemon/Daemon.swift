@@ -73,7 +73,7 @@ public enum Daemon {
         }
         let context = DaemonContext(
             config: config, configPath: configPath, paths: paths,
-            credentials: StandardAdapters.credentials(environment: environment),
+            credentials: AdapterFactory.credentials(environment: environment),
             notifier: notifier, startNs: startNs, buttonOrigin: button?.origin, logger: logger
         )
         logger.info("daemon starting", metadata: [

@@ -61,6 +61,16 @@ public final class DaemonContext: Sendable {
     /// The warm link openings should use, if one is up or coming up.
     var link: MQTTLink? { linkSlot.withLock { $0 } }
 
+    /// The one opening pipeline, with the warm link as MQTT adapter and as a
+    /// witness: what it sees on the status topic during an opening is evidence.
+    var pipeline: OpeningPipeline {
+        let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
+        return OpeningPipeline(
+            paths: paths, adapters: AdapterFactory(credentials: credentials, link: link),
+            statusFeed: LinkStatusFeed(link: link), logger: logger
+        )
+    }
+
     func setLink(_ link: MQTTLink?) {
         linkSlot.withLock { $0 = link }
     }

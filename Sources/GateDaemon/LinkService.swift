@@ -56,7 +56,7 @@ struct LinkService: Service, CustomStringConvertible {
                 if report == .activated, observer.activeSince == nil {
                     // The lock says whether a local opening owns this cycle; holding it
                     // also keeps local openings out while the relay is held elsewhere.
-                    switch OpeningRecorder.begin(paths: context.paths, source: "elsewhere", runtime: context.config.runtime, force: true, logger: logger) {
+                    switch context.pipeline.beginElsewhere(config: context.config) {
                     case .success(let recorder):
                         if let end = recorder.previousEnd, MonotonicClock.now().duration(since: end) < Self.echoWindow {
                             local = true
@@ -76,7 +76,7 @@ struct LinkService: Service, CustomStringConvertible {
                     cycle?.stateChanged(.waitingForRelayClose, adapter: .mqtt)
                 case .ended(let released, let duration):
                     timer?.cancel()
-                    let result = Self.result(released: released, duration: duration)
+                    let result = Self.result(released: released, duration: duration, budget: observer.releaseBudget)
                     cycle?.finished(result)
                     cycle = nil
                     if released {
@@ -126,19 +126,18 @@ struct LinkService: Service, CustomStringConvertible {
         }
     }
 
-    static func result(released: Bool, duration: Duration) -> OpeningResult {
+    static func result(released: Bool, duration: Duration, budget: Duration) -> OpeningResult {
         if released {
             return OpeningResult(
                 error: nil, adapter: .mqtt, duration: duration,
                 attempts: [AttemptRecord(adapter: .mqtt, outcome: .success, reason: nil, duration: duration)],
-                message: "relay cycle confirmed, caused elsewhere (seen on the status topic)"
+                explanation: "relay cycle confirmed, caused elsewhere (seen on the status topic)"
             )
         }
-        let reason = "relay activated elsewhere but its release was never reported"
         return OpeningResult(
             error: .operationTimeout, adapter: .mqtt, duration: duration,
-            attempts: [AttemptRecord(adapter: .mqtt, outcome: .timeout, reason: reason, duration: duration)],
-            message: reason
+            attempts: [AttemptRecord(adapter: .mqtt, outcome: .timeout, reason: .noRelease(budget: budget), duration: duration)],
+            explanation: "relay activated elsewhere but its release was never reported"
         )
     }
 }

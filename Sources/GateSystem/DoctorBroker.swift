@@ -120,7 +120,7 @@ final class BrokerProbe: Sendable {
         defer { finished.signal() }
         let client: MosquittoClient
         do {
-            client = try MosquittoClient(clientID: MQTTAdapter.clientID(prefix: mqtt.clientIDPrefix)) { [self] event in
+            client = try MosquittoClient(clientID: MQTTStatusTopic.clientID(prefix: mqtt.clientIDPrefix)) { [self] event in
                 handle(event)
             }
             if let username = mqtt.username {

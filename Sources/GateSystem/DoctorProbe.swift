@@ -118,7 +118,7 @@ public enum DoctorProbe {
     /// the broker check only; the facts never hold it.
     public static func password(environment: [String: String]) -> (PasswordFacts, Secret?) {
         var notes: [String] = []
-        for source in StandardAdapters.credentials(environment: environment).sources {
+        for source in AdapterFactory.credentials(environment: environment).sources {
             switch source.lookup(account: CredentialLookup.mqttPasswordAccount) {
             case .found(let secret):
                 return (.found(source: source.name, location: location(of: source, environment: environment)), secret)

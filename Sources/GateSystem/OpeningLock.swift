@@ -2,13 +2,14 @@
 import Glibc
 #endif
 import GateCore
+import Synchronization
 
 /// The one lock every opener takes (SPEC §6): `flock(2)` on `lock`, held for the
 /// whole opening. It dies with its process, so a killed opener leaves no stale lock.
 ///
 /// The file also records who holds it (for a refused opener's message) and when
 /// the last opening ended (for the cooldown). Owns its descriptor and closes it.
-public final class OpeningLock {
+public final class OpeningLock: Sendable {
     public enum Acquisition {
         case acquired(OpeningLock)
         /// Another opener holds it; what its lock file says about it.
@@ -58,13 +59,39 @@ public final class OpeningLock {
         }
         let previous = readRecord(fd)
         let lock = OpeningLock(fd: fd, path: path, previous: previous)
-        lock.write(LockRecord(pid: pid, source: source, since: since, endedMonotonicNs: previous?.endedMonotonicNs))
+        lock.update { record in
+            record = LockRecord(
+                pid: pid, source: source, since: since, endedMonotonicNs: previous?.endedMonotonicNs,
+                triggeredMonotonicNs: previous?.triggeredMonotonicNs
+            )
+        }
         return .success(.acquired(lock))
+    }
+
+    /// What this holder last wrote; the file is written under the same lock, from
+    /// whichever thread records (the trigger is recorded by the thread that sends it).
+    private let holder = Mutex(LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil))
+
+    /// Records that a trigger is about to be sent (the cooldown's start if this
+    /// opener never records an end).
+    public func recordTrigger(at instant: MonotonicInstant) {
+        update { $0.triggeredMonotonicNs = instant.nanoseconds }
     }
 
     /// Records the end of an opening that sent a trigger (starts the cooldown).
     public func recordEnd(at instant: MonotonicInstant) {
-        write(LockRecord(pid: nil, source: previous?.source, since: nil, endedMonotonicNs: instant.nanoseconds))
+        update { record in
+            record.pid = nil
+            record.since = nil
+            record.endedMonotonicNs = instant.nanoseconds
+        }
+    }
+
+    private func update(_ change: (inout LockRecord) -> Void) {
+        holder.withLock { record in
+            change(&record)
+            write(record)
+        }
     }
 
     /// Whether some opener holds the lock now. Never creates the file.

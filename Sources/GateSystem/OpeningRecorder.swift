@@ -9,7 +9,7 @@ import Logging
 ///
 /// Holding one of these means holding the opening lock; it is released when the
 /// recorder is freed (or the process dies).
-public final class OpeningRecorder {
+public final class OpeningRecorder: Sendable {
     public enum Refusal: Error, Sendable {
         /// Another opener holds the lock.
         case inProgress(LockRecord?)
@@ -20,6 +20,9 @@ public final class OpeningRecorder {
 
         public var message: String {
             switch self {
+            case .inProgress(let holder) where holder?.source == "elsewhere":
+                // The daemon holds the lock while the status topic shows another client's cycle.
+                return "the relay is active: another client's cycle (seen by gate daemon on the status topic)"
             case .inProgress(let holder):
                 return "another opening is in progress: \(holder?.holderDescription ?? "another process")"
             case .cooldown(let left):
@@ -67,7 +70,7 @@ public final class OpeningRecorder {
         case .held(let holder):
             return .failure(.inProgress(holder))
         case .acquired(let lock):
-            let lastEnd = lock.previous?.endedMonotonicNs.map(MonotonicInstant.init(nanoseconds:))
+            let lastEnd = lock.previous?.cooldownStart.map(MonotonicInstant.init(nanoseconds:))
             let verdict = Cooldown.check(lastEnd: lastEnd, now: MonotonicClock.now(), cooldown: .seconds(fromConfig: runtime.cooldown))
             switch verdict {
             case .wait(let left) where !force:
@@ -83,7 +86,12 @@ public final class OpeningRecorder {
 
     /// When the opening before this one ended, if it sent a trigger (the cooldown's start).
     public var previousEnd: MonotonicInstant? {
-        lock.previous?.endedMonotonicNs.map(MonotonicInstant.init(nanoseconds:))
+        lock.previous?.cooldownStart.map(MonotonicInstant.init(nanoseconds:))
+    }
+
+    /// Called just before a trigger is sent (`TriggerPermit`), from the sending thread.
+    public func recordTrigger(at instant: MonotonicInstant) {
+        lock.recordTrigger(at: instant)
     }
 
     /// Writes the in-progress states; the final one is written by `finished`.
@@ -100,7 +108,8 @@ public final class OpeningRecorder {
     }
 
     /// Final status, history line and, when a trigger may have left, the cooldown's start.
-    public func finished(_ result: OpeningResult) {
+    /// - Parameter resetAfter: how long `timeout`/`error` is shown (the machine's reset delay).
+    public func finished(_ result: OpeningResult, resetAfter: Duration? = nil) {
         let nowNs = WallClock.nowNanoseconds()
         let now = WallClock.iso8601(nanoseconds: nowNs)
         let last = StatusRecord.Last(result: result, finishedAt: now, source: source)
@@ -109,7 +118,7 @@ public final class OpeningRecorder {
         case .success:
             record = StatusRecord(state: .ready, since: now, source: source, pid: pid, adapter: result.adapter?.rawValue, resetAt: nil, last: last)
         case .timeout, .error:
-            let resetAt = WallClock.iso8601(nanoseconds: nowNs + Duration.seconds(fromConfig: resetDelay).nanosecondsClamped)
+            let resetAt = WallClock.iso8601(nanoseconds: nowNs + (resetAfter ?? Duration.seconds(fromConfig: resetDelay)).nanosecondsClamped)
             record = StatusRecord(
                 state: result.outcome == .timeout ? .timeout : .error, since: now, source: source, pid: pid,
                 adapter: result.adapter?.rawValue, resetAt: resetAt, last: last
@@ -123,8 +132,10 @@ public final class OpeningRecorder {
         if let failure = HistoryLog.append(entry, to: paths.historyFile) {
             logger.warning("cannot write the history", metadata: ["error": "\(failure)"])
         }
-        // Any adapter that ran may have reached the ESP32: the cooldown protects a toggle gate.
-        if result.attempts.contains(where: { $0.outcome != .skipped && $0.outcome != .misconfigured }) {
+        // Any trigger that left may have reached the ESP32: the cooldown protects a toggle gate.
+        // (`adapter` names the adapter that saw the relay answer, or whose trigger went
+        // unanswered; the daemon's `elsewhere` cycles sent nothing but cycled the relay.)
+        if result.adapter != nil || result.attempts.contains(where: \.triggerSent) {
             lock.recordEnd(at: MonotonicClock.now())
         }
     }

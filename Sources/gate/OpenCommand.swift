@@ -22,10 +22,14 @@ struct OpenCommand: AsyncParsableCommand {
             runtime.cooldown seconds after a cycle a new one is refused, so that a double \
             press cannot reverse a toggle gate.
 
-            Exit codes: 0 relay cycle confirmed; 64 bad command line; 69 no adapter \
-            reached the ESP32 (or the adapter forced with --via failed); 75 another \
-            opening is in progress, or the cooldown is running; 76 the ESP32 answered outside the protocol; \
-            78 configuration missing or invalid; 124 relay activated but never released.
+            Exit codes: 0 relay cycle confirmed; 64 bad command line; 69 no trigger \
+            can have reached the relay: none was sent, or each one sent was refused at \
+            once by the network (safe to retry); 75 another opening is in progress, the \
+            cooldown is running, or the relay is active (another client's cycle); 76 the \
+            ESP32 answered outside the protocol; 78 configuration missing or invalid; \
+            124 a trigger was sent and the complete cycle was not confirmed: no answer, \
+            or the relay activated without its release (the relay may have cycled: do \
+            not retry blindly).
             """
     )
 

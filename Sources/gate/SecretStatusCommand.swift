@@ -21,7 +21,7 @@ struct SecretStatusCommand: ParsableCommand {
     func run() throws {
         let logger = globals.makeLogger()
         let environment = ProcessEnvironment.current()
-        let sources = StandardAdapters.credentials(environment: environment).sources
+        let sources = AdapterFactory.credentials(environment: environment).sources
         var lines: [String] = []
         var verdict: String?
         var usable = false

@@ -11,12 +11,14 @@ import Synchronization
 /// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
 /// topic, so that a button opening publishes its trigger without connecting first.
 ///
-/// Status messages go to the one running exchange (an opening through this link)
-/// or, when none runs, to `onUnclaimed`: relay activity that no opening of this
-/// process caused. Events arrive on libmosquitto's thread; only `Mutex`es and
-/// continuations are shared with it.
-public final class MQTTLink: Sendable {
+/// Status messages go to the opening running in this process, whatever adapter
+/// it uses (`StatusFeed`: evidence for its machine), or, when none runs, to
+/// `onUnclaimed`: relay activity that no opening of this process caused.
+/// Events arrive on libmosquitto's thread; only `Mutex`es and continuations are
+/// shared with it.
+public final class MQTTLink: StatusFeed {
     public let config: MQTTConfig
+    let topic: MQTTStatusTopic
     let credentials: CredentialLookup
     let logger: Logger
     let onUnclaimed: @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
@@ -28,7 +30,12 @@ public final class MQTTLink: Sendable {
         /// SUBACK for the status topic seen on the current connection.
         var ready = false
         var subscribeID: Int32?
-        var exchange: LinkExchange?
+        /// The running opening's observer (`attach`).
+        var observer: (@Sendable (RelayObserver.Report) -> Void)?
+        /// The running opening's attempt through this link, told when the link drops.
+        var attempt: AttemptTicket?
+        /// When the last status was a `1` without its `0` yet.
+        var activeSince: MonotonicInstant?
         var stopped = false
         var lastError: String?
     }
@@ -38,13 +45,14 @@ public final class MQTTLink: Sendable {
         onUnclaimed: @escaping @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
     ) throws(WakeSignalError) {
         self.config = config
+        self.topic = MQTTStatusTopic(config: config)
         self.credentials = credentials
         self.logger = logger
         self.onUnclaimed = onUnclaimed
         self.wake = try WakeSignal()
     }
 
-    var broker: String { config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)" }
+    var broker: String { topic.broker }
 
     /// Connected and subscribed: an opening can publish at once.
     public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
@@ -58,14 +66,14 @@ public final class MQTTLink: Sendable {
     /// Disconnects and ends the link's threads; an exchange still running is told
     /// the link went away. Safe to call more than once.
     public func stop() {
-        let (client, exchange) = state.withLock { state -> (MosquittoClient?, LinkExchange?) in
+        let (client, attempt) = state.withLock { state -> (MosquittoClient?, AttemptTicket?) in
             state.stopped = true
             state.ready = false
-            defer { state.client = nil; state.exchange = nil }
-            return (state.client, state.exchange)
+            defer { state.client = nil; state.attempt = nil }
+            return (state.client, state.attempt)
         }
         wake.signal()
-        exchange?.end(.unreachable("the MQTT link to \(broker) was closed (configuration reloaded or daemon stopping)"))
+        attempt?.report(.lost("the MQTT link to \(broker) was closed (configuration reloaded or daemon stopping)"))
         if let client {
             client.disconnect()
             // libmosquitto's thread ends by itself once it sees the disconnect. It is joined
@@ -110,18 +118,8 @@ public final class MQTTLink: Sendable {
             }
         }
         do {
-            let client = try MosquittoClient(clientID: MQTTAdapter.clientID(prefix: config.clientIDPrefix)) { [self] event in
-                handle(event)
-            }
-            if let username = config.username {
-                try password.map { secret in
-                    try secret.withBytes { try client.setCredentials(username: username, password: $0) }
-                } ?? client.setCredentials(username: username, password: nil)
-            }
+            let client = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event) }
             password = nil
-            if config.tls {
-                try client.enableTLS(.init(caFile: config.caFile))
-            }
             try client.setReconnectDelay(minimum: Self.minimumDelay, maximum: Self.maximumDelay)
             let installed = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
@@ -176,75 +174,98 @@ public final class MQTTLink: Sendable {
         case .subscribed(let messageID, let granted):
             let expected = state.withLock { $0.subscribeID == messageID }
             guard expected else { return }
-            if granted.first.map({ $0 > 2 }) ?? true {
-                logger.error("MQTT broker refused the subscription (not authorised for that topic?)", metadata: [
-                    "broker": "\(broker)", "topic": "\(config.statusTopic)",
-                ])
+            if MQTTStatusTopic.refused(granted: granted) {
+                logger.error("\(topic.refusalWords)")
                 return
             }
             state.withLock { $0.ready = true; $0.lastError = nil }
             logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
 
-        case .message(let topic, let payload, let retained):
-            guard topic == config.statusTopic else { return }
-            if let exchange = state.withLock({ $0.exchange }) {
-                // Retained status is whatever the relay did last time: stale by definition.
-                if !retained { exchange.deliver(MQTTStatusDecoder.event(for: payload, topic: topic)) }
-            } else {
+        case .message(let name, let payload, let retained):
+            guard name == config.statusTopic else { return }
+            let report = topic.report(topic: name, payload: payload, retained: retained)
+            let observer = state.withLock { state -> (@Sendable (RelayObserver.Report) -> Void)? in
+                switch report {
+                case .activated: state.activeSince = MonotonicClock.now()
+                case .released: state.activeSince = nil
+                case .invalid, nil: break
+                }
+                return state.observer
+            }
+            if let report, let observer {
+                observer(report)
+            } else if observer == nil {
                 onUnclaimed(payload, retained)
             }
 
         case .disconnected(let code):
-            let (exchange, stopped, detail) = state.withLock { state -> (LinkExchange?, Bool, String?) in
+            let (attempt, stopped, detail) = state.withLock { state -> (AttemptTicket?, Bool, String?) in
                 state.ready = false
                 state.subscribeID = nil
-                return (state.exchange, state.stopped, state.lastError)
+                return (state.attempt, state.stopped, state.lastError)
             }
             guard code != 0, !stopped else { return }
             let words = detail ?? MosquittoError.words(for: code)
             logger.warning("MQTT link lost; reconnecting", metadata: ["broker": "\(broker)", "reason": "\(words)"])
-            exchange?.end(.unreachable("lost the connection to MQTT broker at \(broker) (\(words))"))
+            attempt?.report(.lost("lost the connection to MQTT broker at \(broker) (\(words))"))
 
         case .published:
             break
         }
     }
 
+    /// Whether the relay is held by a cycle this link saw begin, within the release
+    /// budget (after it, a lost `0` must not keep the gate refused for ever).
+    public var relayActive: Bool {
+        guard let since = state.withLock({ $0.activeSince }) else { return false }
+        return MonotonicClock.now() < since + .seconds(fromConfig: config.timeout)
+    }
+
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
+        state.withLock { $0.observer = observer }
+        return AttemptCancel { [self] in
+            state.withLock { $0.observer = nil; $0.attempt = nil }
+        }
+    }
+
     /// One trigger through the warm link; nil when the link is not ready, so that
-    /// the caller can connect afresh instead.
-    public func attempt(deadline: MonotonicInstant) -> AdapterAttempt? {
-        let (stream, continuation) = AsyncStream.makeStream(of: AdapterEvent.self, bufferingPolicy: .unbounded)
-        let exchange = LinkExchange(continuation: continuation)
+    /// the caller can connect afresh instead. The answers come through the
+    /// opening's `attach`ed observer, like any status message.
+    func attempt(_ ticket: AttemptTicket) -> AttemptCancel? {
         let client = state.withLock { state -> MosquittoClient? in
-            guard state.ready, !state.stopped, state.exchange == nil, let client = state.client else { return nil }
-            // Registered before publishing: the `1` cannot arrive before someone listens.
-            state.exchange = exchange
+            guard state.ready, !state.stopped, state.attempt == nil, state.observer != nil, let client = state.client else { return nil }
+            state.attempt = ticket
             return client
         }
         guard let client else { return nil }
-        let release: @Sendable () -> Void = { [self] in
-            state.withLock { if $0.exchange === exchange { $0.exchange = nil } }
+        ticket.doing("publishing through the MQTT link to \(broker)")
+        var failure: MosquittoError?
+        let sent = ticket.send {
+            do throws(MosquittoError) {
+                _ = try client.publish(topic: config.triggerTopic, payload: MQTTStatusTopic.triggerPayload(), qos: 0, retain: false)
+            } catch {
+                failure = error
+            }
         }
-        let seconds = WallClock.nowNanoseconds() / 1_000_000_000
-        do {
-            _ = try client.publish(topic: config.triggerTopic, payload: Array(String(seconds).utf8), qos: 0, retain: false)
-        } catch {
-            exchange.end(.unreachable("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(error)"))
-            release()
-            return AdapterAttempt(events: stream, cancel: {})
+        if let failure {
+            ticket.report(.unreachable("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(failure)"))
         }
-        logger.debug("trigger published on the warm link", metadata: ["topic": "\(config.triggerTopic)", "payload": "\(seconds)"])
-        exchange.deliver(.sent)
+        guard sent, failure == nil else {
+            state.withLock { if $0.attempt?.attempt == ticket.attempt { $0.attempt = nil } }
+            ticket.finish()
+            return AttemptCancel {}
+        }
+        logger.debug("trigger published on the warm link", metadata: ["topic": "\(config.triggerTopic)"])
         let timer = Task {
-            try? await Task.sleep(for: deadline.duration(since: MonotonicClock.now()))
+            try? await Task.sleep(for: ticket.deadline.duration(since: MonotonicClock.now()))
             guard !Task.isCancelled else { return }
-            exchange.end(.deadlineReached)
+            ticket.report(.deadlineReached)
+            ticket.finish()
         }
-        return AdapterAttempt(events: stream, cancel: {
+        return AttemptCancel { [self] in
             timer.cancel()
-            release()
-            exchange.end(nil)
-        })
+            state.withLock { if $0.attempt?.attempt == ticket.attempt { $0.attempt = nil } }
+        }
     }
 }
 
@@ -254,28 +275,17 @@ struct LinkFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// One opening's view of the warm link: its events until it ends.
-final class LinkExchange: Sendable {
-    let continuation: AsyncStream<AdapterEvent>.Continuation
-    private let over = Mutex(false)
+/// The daemon's current link as a `StatusFeed` (a reload may replace the link).
+public struct LinkStatusFeed: StatusFeed {
+    let link: @Sendable () -> MQTTLink?
 
-    init(continuation: AsyncStream<AdapterEvent>.Continuation) {
-        self.continuation = continuation
+    public init(link: @escaping @Sendable () -> MQTTLink?) {
+        self.link = link
     }
 
-    func deliver(_ event: AdapterEvent) {
-        over.withLock { over in
-            if !over { continuation.yield(event) }
-        }
-    }
+    public var relayActive: Bool { link()?.relayActive ?? false }
 
-    /// Ends the exchange once, with a last event if given.
-    func end(_ event: AdapterEvent?) {
-        over.withLock { over in
-            guard !over else { return }
-            over = true
-            if let event { continuation.yield(event) }
-            continuation.finish()
-        }
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
+        link()?.attach(observer) ?? AttemptCancel {}
     }
 }

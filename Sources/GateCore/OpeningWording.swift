@@ -1,0 +1,65 @@
+/// The words for what an opening decided: the machine returns typed reasons,
+/// and this is the one place that turns them into sentences for people (the
+/// terminal, `--json`'s `reason` and `message`, logs, the history).
+extension AttemptReason: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .notConfigured(let kind):
+            return "not configured (no [\(kind)] table)"
+        case .offLink(let host):
+            return "\(host) is not on a directly connected network"
+        case .adapter(let words):
+            return words
+        case .noAnswer(let budget):
+            return "no answer within \(budget.humanReadable)"
+        case .noRelease(let budget):
+            return "relay activated (1) but no release (0) within \(budget.humanReadable)"
+        case .activatedAtDeadline(let budget):
+            return "relay activated (1), read only at the end of the \(budget.humanReadable) budget; no release (0) within it"
+        case .releaseBeforeActivation:
+            return "the ESP32 reported the release (0) before the activation (1)"
+        case .failedAfterActivation(let words):
+            return "relay activated (1), then the link failed before the release: \(words)"
+        case .lostAfterTrigger(let words):
+            return "the trigger was sent, then: \(words)"
+        case .withheld(let why):
+            return why.description
+        }
+    }
+}
+
+extension Withholding: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .budgetSpent(let during):
+            return "the budget ended while \(during); nothing was sent"
+        case .relayActive:
+            return "the relay is active: another client's cycle (seen on the status topic); nothing was sent"
+        case .relayAnswered:
+            return "the relay already answered this opening's earlier trigger; nothing more was sent"
+        }
+    }
+}
+
+extension OpeningResult {
+    /// One sentence for people: what happened and, on failure, why.
+    public var message: String {
+        if let explanation { return explanation }
+        guard let error else {
+            return "relay cycle confirmed via \(adapter?.rawValue ?? "?") in \(duration.milliseconds) ms"
+        }
+        if attempts.isEmpty { return "no adapter is configured" }
+        if let busy = attempts.last, busy.reason == .withheld(.relayActive) {
+            return Withholding.relayActive.description
+        }
+        let reasons = attempts.map { "\($0.adapter): \($0.reason?.description ?? $0.outcome.rawValue)" }.joined(separator: "; ")
+        switch error {
+        case .operationTimeout:
+            return "a trigger was sent and the relay cycle was not confirmed; the relay may have cycled (\(reasons))"
+        case .invalidResponse:
+            return attempts.last.map { "\($0.adapter): \($0.reason?.description ?? $0.outcome.rawValue)" } ?? reasons
+        case .configurationMissing, .udpConnectionFailed, .mqttConnectionFailed, .allAdaptersFailed, .operationInProgress:
+            return reasons
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import GateCore
+import Logging
+
+/// The one place adapters are built, for every opener.
+public struct AdapterFactory: Sendable {
+    let credentials: CredentialLookup
+    /// The daemon's warm link, when there is one: MQTT then publishes through it.
+    let link: @Sendable () -> MQTTLink?
+
+    public init(credentials: CredentialLookup, link: @escaping @Sendable () -> MQTTLink? = { nil }) {
+        self.credentials = credentials
+        self.link = link
+    }
+
+    /// The password lookup chain of SPEC §5, in order.
+    public static func credentials(environment: [String: String] = ProcessEnvironment.current()) -> CredentialLookup {
+        CredentialLookup(sources: [
+            SystemdCredentials(environment: environment),
+            SecretServiceSource(environment: environment),
+        ])
+    }
+
+    func make(_ kind: AdapterKind, config: GateConfig, selection: AdapterSelection, logger: Logger) -> any GateAdapter {
+        switch kind {
+        case .udp:
+            guard let udp = config.udp else { return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration")) }
+            return UDPAdapter(host: udp.host, port: udp.port, onLinkOnly: selection == .auto, interfaces: InterfaceTable.current, logger: logger)
+        case .mqtt:
+            guard let mqtt = config.mqtt else { return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration")) }
+            let cold = MQTTAdapter(config: mqtt, credentials: credentials, logger: logger)
+            // A link made for another configuration (a reload is under way) is not used.
+            if let link = link(), link.config == mqtt {
+                return WarmMQTTAdapter(link: link, cold: cold, logger: logger)
+            }
+            return cold
+        }
+    }
+}
+
+/// MQTT through the daemon's warm link when it is up; otherwise a connection of
+/// its own, as `gate open` makes (a broker back before the link's next retry
+/// still carries the opening).
+struct WarmMQTTAdapter: GateAdapter {
+    let kind = AdapterKind.mqtt
+    let link: MQTTLink
+    let cold: MQTTAdapter
+    let logger: Logger
+
+    func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
+        if let cancel = link.attempt(ticket) {
+            return cancel
+        }
+        logger.info("MQTT link not up; connecting afresh for this opening", metadata: ["adapter": "mqtt"])
+        return cold.attempt(ticket)
+    }
+}
+
+/// An adapter that can only report why it cannot run.
+struct FailedAdapter: GateAdapter {
+    let kind: AdapterKind
+    let event: AdapterEvent
+
+    func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
+        ticket.report(event)
+        ticket.finish()
+        return AttemptCancel {}
+    }
+}

@@ -1,0 +1,280 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+import Threading
+import Logging
+import Mosquitto
+import Synchronization
+
+/// Carries the trigger through an MQTT broker (SPEC §1): connect, subscribe to
+/// the status topic, and only after the broker's SUBACK publish the trigger, so
+/// that the ESP32's `1` cannot arrive before anyone listens for it.
+///
+/// The budget includes resolving and connecting: a connection that ends after
+/// the deadline publishes nothing (the permit refuses). A connection that fails
+/// is reported as `unreachable` with the broker's or the library's own words.
+public struct MQTTAdapter: GateAdapter {
+    public let kind = AdapterKind.mqtt
+    let config: MQTTConfig
+    let credentials: CredentialLookup
+    let logger: Logger
+
+    public init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger) {
+        self.config = config
+        self.credentials = credentials
+        self.logger = logger
+    }
+
+    public func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
+        let wake: WakeSignal
+        do {
+            wake = try WakeSignal()
+        } catch {
+            ticket.report(.unreachable("cannot prepare the MQTT exchange: \(SystemError("pipe", code: error.code))"))
+            ticket.finish()
+            return AttemptCancel {}
+        }
+        let exchange = MQTTExchange(config: config, credentials: credentials, logger: logger, ticket: ticket)
+        if let failure = OSThread.detach({
+            exchange.run(wake: wake)
+            ticket.finish()
+        }) {
+            ticket.report(.unreachable("cannot start the MQTT exchange: \(SystemError("pthread_create", code: failure))"))
+            ticket.finish()
+        }
+        return AttemptCancel { wake.signal() }
+    }
+}
+
+/// One trigger through the broker, on the thread that owns the client: connect,
+/// the network loop and every callback run there, so a status message can never
+/// be handled before the publish it follows.
+final class MQTTExchange: Sendable {
+    enum Phase: Sendable {
+        case connecting
+        case subscribing(messageID: Int32)
+        /// SUBACK seen: the loop reads what already arrived, then publishes.
+        case subscribed
+        case published
+        case over
+    }
+
+    let topic: MQTTStatusTopic
+    let credentials: CredentialLookup
+    let logger: Logger
+    let ticket: AttemptTicket
+    let phase = Mutex(Phase.connecting)
+    /// The library's last error log line: TLS failures are only described there.
+    let lastError = Mutex<String?>(nil)
+    let client = Mutex<MosquittoClient?>(nil)
+
+    init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, ticket: AttemptTicket) {
+        self.topic = MQTTStatusTopic(config: config)
+        self.credentials = credentials
+        self.logger = logger
+        self.ticket = ticket
+    }
+
+    var config: MQTTConfig { topic.config }
+    var broker: String { topic.broker }
+
+    func run(wake: WakeSignal) {
+        var password: Secret?
+        if config.username != nil {
+            switch credentials.mqttPassword() {
+            case .success(let secret): password = secret
+            case .failure(let failure):
+                ticket.report(.misconfigured(failure.message))
+                return
+            }
+        }
+        // The handler holds this exchange and the exchange holds the client: the
+        // cycle is cut here, after the loop (run on this thread) has returned, so the
+        // client is never freed from inside one of its own callbacks.
+        defer { client.withLock { $0 = nil } }
+        let session: MosquittoClient
+        do {
+            session = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event) }
+            password = nil
+            client.withLock { $0 = session }
+            ticket.doing("connecting to MQTT broker at \(broker)")
+            logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(session.clientID)"])
+            try session.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
+        } catch {
+            fail("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)")
+            return
+        }
+        let lost = runLoop(session, wake: wake)
+        let reached = phase.withLock { phase -> Phase in
+            defer { phase = .over }
+            return phase
+        }
+        switch reached {
+        case .connecting:
+            ticket.report(.unreachable("cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)"))
+        case .subscribing, .subscribed:
+            ticket.report(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
+        case .published where lost != nil:
+            ticket.report(.lost("lost the connection to MQTT broker at \(broker) (\(lost ?? ""))\(lastErrorSuffix)"))
+        case .published:
+            ticket.report(.deadlineReached)
+        case .over:
+            break
+        }
+        session.disconnect()
+    }
+
+    /// The longest the loop waits for the socket before looking at the deadline and
+    /// the wake-up again. Data never waits for it: the socket wakes the loop as soon
+    /// as anything arrives.
+    static let loopSliceMs: Int32 = 20
+
+    /// Runs the client's network loop on this thread until the deadline, the wake-up,
+    /// the end of the exchange, or a lost connection (then returns its words). At the
+    /// deadline or the wake-up, what already arrived is read first: it is evidence.
+    private func runLoop(_ session: MosquittoClient, wake: WakeSignal) -> String? {
+        var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            if case .over = phase.withLock({ $0 }) { return nil }
+            let now = MonotonicClock.now()
+            if now >= ticket.deadline || poll(&fds, 1, 0) > 0 {
+                let code = session.loopOnce(timeoutMs: 0)
+                return code == MosquittoError.success ? nil : MosquittoError.words(for: code)
+            }
+            if case .subscribed = phase.withLock({ $0 }) {
+                // A status message that came with the SUBACK is read before the trigger
+                // goes: a `1` there means another client's cycle holds the relay.
+                let code = session.loopOnce(timeoutMs: 0)
+                if code != MosquittoError.success { return MosquittoError.words(for: code) }
+                publishTrigger()
+                continue
+            }
+            let remainingMs = Int32(clamping: (ticket.deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
+            let code = session.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs))
+            if code != MosquittoError.success { return MosquittoError.words(for: code) }
+        }
+    }
+
+    private var lastErrorSuffix: String {
+        lastError.withLock { $0 }.map { " (\($0))" } ?? ""
+    }
+
+    /// Runs on the exchange's own thread, inside `connect` or `loopOnce`.
+    private func handle(_ event: MosquittoEvent) {
+        switch event {
+        case .log(let level, let text):
+            logger.trace("mqtt client", metadata: ["adapter": "mqtt", "text": "\(text)"])
+            guard level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning else { return }
+            lastError.withLock { $0 = text }
+            // A TLS handshake that fails inside the network loop is only logged: no
+            // disconnect callback follows, and the loop would retry until the budget ends.
+            if level == MosquittoLogLevel.error, case .connecting = phase.withLock({ $0 }) {
+                fail("cannot reach MQTT broker at \(broker): \(text)")
+            }
+
+        case .connected(let code):
+            guard code == 0 else {
+                fail("MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))")
+                return
+            }
+            logger.debug("connected", metadata: ["adapter": "mqtt", "broker": "\(broker)"])
+            ticket.doing("subscribing to \(config.statusTopic) at \(broker)")
+            do {
+                let messageID = try withClient { try $0.subscribe(topic: config.statusTopic, qos: 0) }
+                phase.withLock { phase in
+                    if case .connecting = phase { phase = .subscribing(messageID: messageID) }
+                }
+            } catch {
+                fail("cannot subscribe to \(config.statusTopic) at \(broker): \(error)")
+            }
+
+        case .subscribed(let messageID, let granted):
+            let expected = phase.withLock { phase -> Bool in
+                if case .subscribing(let id) = phase, id == messageID { return true }
+                return false
+            }
+            guard expected else { return }
+            if MQTTStatusTopic.refused(granted: granted) {
+                fail(topic.refusalWords)
+                return
+            }
+            phase.withLock { phase in
+                if case .subscribing = phase { phase = .subscribed }
+            }
+
+        case .message(let name, let payload, let retained):
+            guard let report = topic.report(topic: name, payload: payload, retained: retained) else {
+                if name == config.statusTopic, retained {
+                    logger.debug("retained status ignored", metadata: ["adapter": "mqtt", "topic": "\(name)"])
+                }
+                return
+            }
+            // Before the trigger a `1` marks the relay busy; after it, it is the answer.
+            ticket.observe(report)
+
+        case .disconnected(let code):
+            guard code != 0 else { return }
+            let words = lastErrorSuffix.isEmpty ? " (\(MosquittoError.words(for: code)))" : lastErrorSuffix
+            if case .published = phase.withLock({ $0 }) {
+                end(.lost("lost the connection to MQTT broker at \(broker)\(words)"))
+            } else {
+                fail("lost the connection to MQTT broker at \(broker)\(words)")
+            }
+
+        case .published:
+            break
+        }
+    }
+
+    /// Publishes the trigger once, through the permit: not past the deadline, not
+    /// onto a busy relay. Runs on the exchange's thread, between two loop passes.
+    private func publishTrigger() {
+        guard case .subscribed = phase.withLock({ $0 }) else { return }
+        var failure: (any Error)?
+        let sent = ticket.send {
+            do {
+                try withClient { _ = try $0.publish(topic: config.triggerTopic, payload: MQTTStatusTopic.triggerPayload(), qos: 0, retain: false) }
+            } catch {
+                failure = error
+            }
+        }
+        guard sent else {
+            phase.withLock { $0 = .over }
+            return
+        }
+        if let failure {
+            // The client refused before anything was written (no connection, bad topic):
+            // the broker cannot have passed it on whole.
+            end(.unreachable("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(failure)"))
+            return
+        }
+        phase.withLock { phase in
+            if case .subscribed = phase { phase = .published }
+        }
+        logger.debug("trigger published", metadata: ["adapter": "mqtt", "topic": "\(config.triggerTopic)"])
+    }
+
+    /// Ends the attempt with a failure before the trigger, once.
+    private func fail(_ reason: String) {
+        end(.unreachable(reason))
+    }
+
+    /// Ends the attempt with its last word, once; later failures add nothing.
+    private func end(_ event: AdapterEvent) {
+        let first = phase.withLock { phase -> Bool in
+            if case .over = phase { return false }
+            phase = .over
+            return true
+        }
+        if first { ticket.report(event) }
+    }
+
+    private func withClient<R>(_ body: (MosquittoClient) throws -> R) throws -> R {
+        // The client is set before the loop starts, so events never see it missing.
+        guard let current = client.withLock({ $0 }) else {
+            throw MosquittoError(call: "mosquitto_new", words: "no MQTT client")
+        }
+        return try body(current)
+    }
+}

@@ -1,0 +1,58 @@
+import GateCore
+import Mosquitto
+
+/// What the one-shot exchange and the daemon's link both need of the broker:
+/// its name in messages, the subscription's verdict, and which status messages
+/// are relay news (SPEC §1). Written once for both.
+struct MQTTStatusTopic: Sendable {
+    let config: MQTTConfig
+
+    /// `host:port`, brackets around an IPv6 literal.
+    var broker: String { config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)" }
+
+    /// A SUBACK whose granted QoS is the failure code 0x80 (or missing): not authorised.
+    static func refused(granted: [Int32]) -> Bool {
+        granted.first.map { $0 > 2 } ?? true
+    }
+
+    var refusalWords: String {
+        "MQTT broker at \(broker) refused the subscription to \(config.statusTopic) (not authorised for that topic?)"
+    }
+
+    /// The relay news in a message; nil for another topic or a retained message
+    /// (whatever the relay did last time: stale by definition).
+    func report(topic: String, payload: [UInt8], retained: Bool) -> RelayObserver.Report? {
+        guard topic == config.statusTopic, !retained else { return nil }
+        return RelayObserver.report(for: MQTTStatusDecoder.event(for: payload, topic: topic))
+    }
+
+    /// The trigger's payload: the current Unix time in seconds.
+    static func triggerPayload() -> [UInt8] {
+        Array(String(WallClock.nowNanoseconds() / 1_000_000_000).utf8)
+    }
+
+    /// `gate-` plus 8 random hex digits (SPEC §1).
+    static func clientID(prefix: String) -> String {
+        let value = UInt32.random(in: .min ... .max)
+        let hex = String(value, radix: 16)
+        return prefix + String(repeating: "0", count: 8 - hex.count) + hex
+    }
+
+    /// A client with the configuration's credentials and TLS.
+    static func makeClient(
+        config: MQTTConfig, password: Secret?, handler: @escaping @Sendable (MosquittoEvent) -> Void
+    ) throws -> MosquittoClient {
+        let client = try MosquittoClient(clientID: clientID(prefix: config.clientIDPrefix), handler: handler)
+        if let username = config.username {
+            if let password {
+                try password.withBytes { try client.setCredentials(username: username, password: $0) }
+            } else {
+                try client.setCredentials(username: username, password: nil)
+            }
+        }
+        if config.tls {
+            try client.enableTLS(.init(caFile: config.caFile))
+        }
+        return client
+    }
+}

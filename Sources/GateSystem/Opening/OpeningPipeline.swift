@@ -1,0 +1,244 @@
+import GateCore
+import Logging
+
+/// Who asks for an opening, and how.
+public struct OpeningRequest: Sendable, Hashable {
+    /// `cli`, `button`, `widget`, `homeassistant`… (status file, history, logs).
+    public var source: String
+    public var selection: AdapterSelection
+    /// Skip the cooldown (never the lock, never a busy relay).
+    public var force: Bool
+
+    public init(source: String, selection: AdapterSelection = .auto, force: Bool = false) {
+        self.source = source
+        self.selection = selection
+        self.force = force
+    }
+}
+
+/// The one opening pipeline every opener calls (`gate open`, the button, and
+/// the daemon's other openers): a busy relay refused, the lock, the cooldown,
+/// the plan, the attempts under one `TriggerPermit`, the status file, the
+/// history (SPEC §2, §6).
+///
+/// The machine decides; this only does what it is told (start an adapter, stop
+/// it, show a state) and feeds it every event with its arrival time, whatever
+/// channel it came from.
+public struct OpeningPipeline: Sendable {
+    public let paths: RuntimePaths
+    let adapters: AdapterFactory
+    /// The daemon's warm link: its status messages are evidence for this opening.
+    let statusFeed: (any StatusFeed)?
+    let interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>
+    let logger: Logger
+
+    public init(
+        paths: RuntimePaths, adapters: AdapterFactory, statusFeed: (any StatusFeed)? = nil, logger: Logger,
+        interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError> = InterfaceTable.current
+    ) {
+        self.paths = paths
+        self.adapters = adapters
+        self.statusFeed = statusFeed
+        self.interfaces = interfaces
+        self.logger = logger
+    }
+
+    /// How long after an attempt's deadline the pipeline asks it to drain and finish,
+    /// and then how long it waits for that before deciding without it. Adapters
+    /// report their own deadline (with better words); this is the net for one stuck
+    /// in a blocking call (`getaddrinfo`, a TCP connect), which the permit already
+    /// keeps from sending.
+    static let overdueGrace = Duration.milliseconds(250)
+
+    /// Runs one opening; `onStateChange` sees every state it goes through.
+    public func open(
+        config: GateConfig, request: OpeningRequest, onStateChange: @escaping (GateState, AdapterKind?) -> Void = { _, _ in }
+    ) async -> OpeningResult {
+        var logger = self.logger
+        logger[metadataKey: "source"] = "\(request.source)"
+        if let statusFeed, statusFeed.relayActive {
+            logger.notice("opening refused: the relay is active (another client's cycle)")
+            return OpeningResult(error: .operationInProgress, adapter: nil, duration: .zero, attempts: [], explanation: Withholding.relayActive.description)
+        }
+        let recorder: OpeningRecorder
+        switch OpeningRecorder.begin(paths: paths, source: request.source, runtime: config.runtime, force: request.force, logger: logger) {
+        case .success(let taken):
+            recorder = taken
+        case .failure(let refusal):
+            logger.notice("opening refused", metadata: ["reason": "\(refusal.message)"])
+            let error: GateKeeperError
+            switch refusal {
+            case .inProgress, .cooldown: error = .operationInProgress
+            case .unavailable: error = .configurationMissing
+            }
+            return OpeningResult(error: error, adapter: nil, duration: .zero, attempts: [], explanation: refusal.message)
+        }
+        let result = await run(config: config, selection: request.selection, recorder: recorder, logger: logger, onStateChange: onStateChange)
+        recorder.finished(result.result, resetAfter: result.resetAfter)
+        return result.result
+    }
+
+    private func run(
+        config: GateConfig, selection: AdapterSelection, recorder: OpeningRecorder, logger: Logger,
+        onStateChange: (GateState, AdapterKind?) -> Void
+    ) async -> (result: OpeningResult, resetAfter: Duration?) {
+        let openingStart = MonotonicClock.now()
+        let permit = TriggerPermit(relayActive: statusFeed?.relayActive ?? false) { at in recorder.recordTrigger(at: at) }
+        let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)
+        defer { continuation.finish() }
+        let detach = statusFeed?.attach { report in
+            let at = MonotonicClock.now()
+            if permit.observe(report) { continuation.yield(.observed(report, at: at)) }
+        }
+        defer { detach?() }
+
+        let plan = AdapterPlan.make(config: config, selection: selection, udpLink: udpLink(config: config, selection: selection, logger: logger))
+        for skipped in plan.skipped {
+            logger.info("adapter skipped", metadata: ["adapter": "\(skipped.adapter)", "reason": "\(skipped.reason?.description ?? "")"])
+        }
+        var machine = plan.machine(resetDelay: .seconds(fromConfig: config.runtime.resetDelay))
+        var pending = machine.handle(.start(at: openingStart))
+        var attemptNumber = 0
+        var running: (number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel, timer: Task<Void, Never>)?
+        var iterator = inputs.makeAsyncIterator()
+
+        while true {
+            while !pending.isEmpty {
+                switch pending.removeFirst() {
+                case .startAdapter(let kind, let deadline):
+                    attemptNumber += 1
+                    logger.info("trying adapter", metadata: ["adapter": "\(kind)"])
+                    permit.begin(attempt: attemptNumber, deadline: deadline)
+                    let ticket = AttemptTicket(deadline: deadline, attempt: attemptNumber, permit: permit, inputs: continuation)
+                    let cancel = adapters.make(kind, config: config, selection: selection, logger: logger).attempt(ticket)
+                    running = (attemptNumber, kind, ticket, cancel, Self.overdueTimer(attempt: attemptNumber, deadline: deadline, permit: permit, inputs: continuation))
+                case .stopAdapter(let kind):
+                    if let current = running, current.kind == kind {
+                        permit.close(attempt: current.number)
+                        current.timer.cancel()
+                        current.cancel()
+                        running = nil
+                    }
+                    if let record = machine.attempts.last(where: { $0.adapter == kind }) {
+                        logger.info("adapter finished", metadata: Self.metadata(finished: record))
+                    }
+                case .stateChanged(let state, let adapter):
+                    logger.info("state changed", metadata: ["state": "\(state.rawValue)", "adapter": "\(adapter?.rawValue ?? "none")"])
+                    recorder.stateChanged(state, adapter: adapter)
+                    onStateChange(state, adapter)
+                case .finished(let result, let resetAt):
+                    if let current = running {
+                        permit.close(attempt: current.number)
+                        current.timer.cancel()
+                        current.cancel()
+                    }
+                    return (result, resetAt.map { $0.duration(since: MonotonicClock.now()) })
+                }
+            }
+            guard let current = running, let input = await iterator.next() else {
+                // Unreachable by construction: every path of the machine either runs an
+                // adapter or finishes. Reported rather than trapped on an appliance.
+                logger.error("opening stopped without a result")
+                let result = OpeningResult(
+                    error: .allAdaptersFailed, adapter: nil, duration: MonotonicClock.now().duration(since: openingStart),
+                    attempts: machine.attempts, explanation: "internal error: the opening stopped without a result"
+                )
+                return (result, .seconds(fromConfig: config.runtime.resetDelay))
+            }
+            switch input {
+            case .adapter(let number, let event, let at):
+                guard number == current.number else { continue }
+                logger.trace("adapter event", metadata: ["adapter": "\(current.kind)", "event": "\(event)"])
+                pending = machine.handle(.adapter(current.kind, event, at: at))
+            case .observed(let report, let at):
+                logger.debug("status topic", metadata: ["report": "\(report)", "during": "\(current.kind)"])
+                pending = machine.handle(.observed(report, at: at))
+            case .ended(let number):
+                guard number == current.number else { continue }
+                pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: MonotonicClock.now()))
+            case .overdue(let number, let stage):
+                guard number == current.number else { continue }
+                if stage == 1 {
+                    // Ask it to drain what already arrived and finish; a thread blocked in a
+                    // call cannot, and the second stage decides without it.
+                    current.cancel()
+                } else {
+                    logger.warning("adapter did not finish after its deadline", metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"])
+                    pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: MonotonicClock.now()))
+                }
+            }
+        }
+    }
+
+    /// A relay cycle someone else caused, seen on the status topic (the daemon's
+    /// link): recorded as an opening with source `elsewhere` under the same lock,
+    /// status file and history. Holding the returned recorder holds the lock.
+    public func beginElsewhere(config: GateConfig) -> Result<OpeningRecorder, OpeningRecorder.Refusal> {
+        OpeningRecorder.begin(paths: paths, source: "elsewhere", runtime: config.runtime, force: true, logger: logger)
+    }
+
+    /// What an attempt that ended without its last word amounts to: it sent nothing,
+    /// or its trigger went unanswered.
+    static func silentEnd(_ ticket: AttemptTicket, permit: TriggerPermit) -> AdapterEvent {
+        let sent = permit.close(attempt: ticket.attempt)
+        if MonotonicClock.now() >= ticket.deadline {
+            return sent ? .deadlineReached : .withheld(.budgetSpent(during: ticket.whatItWasDoing))
+        }
+        return sent ? .lost("the adapter stopped without an answer") : .unreachable("the adapter stopped before sending (\(ticket.whatItWasDoing))")
+    }
+
+    /// At the deadline the permit closes (nothing is sent past it, whatever the
+    /// attempt's thread is doing); after a grace the pipeline asks the attempt to
+    /// finish, and after another decides without it.
+    static func overdueTimer(attempt: Int, deadline: MonotonicInstant, permit: TriggerPermit, inputs: AsyncStream<OpeningInput>.Continuation) -> Task<Void, Never> {
+        Task {
+            do {
+                try await Task.sleep(for: deadline.duration(since: MonotonicClock.now()))
+                permit.close(attempt: attempt)
+                try await Task.sleep(for: overdueGrace)
+                inputs.yield(.overdue(attempt: attempt, stage: 1))
+                try await Task.sleep(for: overdueGrace)
+                inputs.yield(.overdue(attempt: attempt, stage: 2))
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// Where the ESP32's address is, when it is an IP literal; nil for a host name,
+    /// which the UDP attempt resolves within its own budget.
+    private func udpLink(config: GateConfig, selection: AdapterSelection, logger: Logger) -> LinkVerdict? {
+        guard let udp = config.udp, selection != .mqtt, let ip = IPAddress(literal: udp.host) else { return nil }
+        let verdict = LinkCheck.verdict(for: ip, interfaces: interfaces, logger: logger)
+        logger.debug("on-link check", metadata: ["adapter": "udp", "target": "\(udp.host)", "verdict": "\(verdict)"])
+        if selection == .udp, verdict == .offLink {
+            logger.info("UDP forced although the ESP32 is not on a directly connected network", metadata: ["target": "\(udp.host)"])
+        }
+        return verdict
+    }
+
+    private static func metadata(finished record: AttemptRecord) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "adapter": "\(record.adapter)", "outcome": "\(record.outcome.rawValue)",
+            "latency_ms": "\(record.duration?.milliseconds ?? 0)", "trigger_sent": "\(record.triggerSent)",
+        ]
+        if let reason = record.reason { metadata["reason"] = "\(reason)" }
+        return metadata
+    }
+}
+
+/// Whether an address is on a directly connected network, from the interface table.
+enum LinkCheck {
+    static func verdict(
+        for ip: IPAddress, interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>, logger: Logger
+    ) -> LinkVerdict {
+        if ip.isLoopback { return .loopback }
+        switch interfaces() {
+        case .success(let table):
+            return LinkVerdict.of(ip, in: table)
+        case .failure(let error):
+            logger.warning("cannot read the interface table; treating the ESP32 as off-link", metadata: ["error": "\(error)"])
+            return .offLink
+        }
+    }
+}

@@ -1,0 +1,204 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import GateCore
+import Threading
+import Logging
+
+/// Sends the trigger byte over UDP and decodes the ESP32's answer (SPEC §1).
+///
+/// The attempt resolves the host within its own budget: a name that resolves
+/// only after the deadline sends nothing (the permit refuses), so a slow
+/// resolver can never turn into a second trigger.
+///
+/// Each attempt uses its own connected datagram socket: the kernel then
+/// delivers only datagrams from the ESP32's address and port, and reports an
+/// ICMP port-unreachable as `ECONNREFUSED`, which is the quick "nobody there"
+/// that allows an immediate fallback.
+public struct UDPAdapter: GateAdapter {
+    public let kind = AdapterKind.udp
+    let host: String
+    let port: Int
+    /// Off-link addresses are not sent to (`--via auto`); forced UDP tries anyway.
+    let onLinkOnly: Bool
+    let interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>
+    let logger: Logger
+
+    public init(
+        host: String, port: Int, onLinkOnly: Bool,
+        interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError>, logger: Logger
+    ) {
+        self.host = host
+        self.port = port
+        self.onLinkOnly = onLinkOnly
+        self.interfaces = interfaces
+        self.logger = logger
+    }
+
+    public func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
+        let wake: WakeSignal
+        do {
+            wake = try WakeSignal()
+        } catch {
+            ticket.report(.unreachable("cannot prepare the UDP exchange: \(SystemError("pipe", code: error.code))"))
+            ticket.finish()
+            return AttemptCancel {}
+        }
+        let adapter = self
+        if let failure = OSThread.detach({
+            defer { ticket.finish() }
+            guard let target = adapter.target(ticket) else { return }
+            UDPExchange(target: target, ticket: ticket, wake: wake, logger: adapter.logger).run()
+        }) {
+            ticket.report(.unreachable("cannot start the UDP exchange: \(SystemError("pthread_create", code: failure))"))
+            ticket.finish()
+        }
+        return AttemptCancel { wake.signal() }
+    }
+
+    /// The address to send to, resolved on the attempt's thread; nil after reporting why not.
+    private func target(_ ticket: AttemptTicket) -> SocketAddress? {
+        let literal = IPAddress(literal: host) != nil
+        if !literal { ticket.doing("resolving \(host)") }
+        switch HostResolver.resolve(host: host, port: port) {
+        case .success(let address):
+            if !literal, onLinkOnly {
+                let verdict = LinkCheck.verdict(for: address.ip, interfaces: interfaces, logger: logger)
+                logger.debug("on-link check", metadata: ["adapter": "udp", "target": "\(address)", "verdict": "\(verdict)"])
+                if verdict == .offLink {
+                    ticket.report(.unreachable("\(host) (\(address.ip)) is not on a directly connected network"))
+                    return nil
+                }
+            }
+            ticket.doing("sending to \(address)")
+            return address
+        case .failure(let failure):
+            ticket.report(.unreachable(failure.message))
+            return nil
+        }
+    }
+}
+
+/// One trigger and its answers, run on a thread of its own.
+private struct UDPExchange {
+    let target: SocketAddress
+    let ticket: AttemptTicket
+    let wake: WakeSignal
+    let logger: Logger
+
+    func run() {
+        let fd = socket(target.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            ticket.report(.unreachable("cannot open a UDP socket: \(SystemError("socket"))"))
+            return
+        }
+        defer { close(fd) }
+
+        let connected = target.withSockAddr { connect(fd, $0, $1) }
+        guard connected == 0 else {
+            ticket.report(.unreachable("cannot reach the ESP32 at \(target): \(SystemError("connect"))"))
+            return
+        }
+        var trigger: UInt8 = 0x01
+        var failure: SystemError?
+        let sent = ticket.send {
+            if send(fd, &trigger, 1, 0) != 1 { failure = SystemError("send") }
+        }
+        guard sent else { return }
+        if let failure {
+            ticket.report(.unreachable("cannot send the trigger to \(target): \(failure)"))
+            return
+        }
+        logger.debug("trigger sent", metadata: ["adapter": "udp", "target": "\(target)"])
+        receive(on: fd)
+    }
+
+    private func receive(on fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let now = MonotonicClock.now()
+            guard now < ticket.deadline else {
+                // What arrived while this thread was not running (a paused or starved
+                // process) is read before concluding "no answer": it is evidence.
+                guard drain(fd, into: &buffer) else { return }
+                ticket.report(.deadlineReached)
+                return
+            }
+            // Round up so that the wake-up is never before the deadline.
+            let remaining = ticket.deadline.nanoseconds - now.nanoseconds
+            let timeoutMs = Int32(clamping: (remaining + 999_999) / 1_000_000)
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, nfds_t(fds.count), timeoutMs)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                ticket.report(.unreachable("cannot wait for the ESP32's answer: \(SystemError("poll"))"))
+                return
+            }
+            if fds[0].revents != 0 {
+                guard readOne(fd, into: &buffer) else { return }
+                continue
+            }
+            if fds[1].revents != 0 {
+                // Asked to finish: report what already arrived, then stop.
+                _ = drain(fd, into: &buffer)
+                return
+            }
+        }
+    }
+
+    /// Reads every datagram already queued; false when the exchange is over.
+    private func drain(_ fd: Int32, into buffer: inout [UInt8]) -> Bool {
+        var more = true
+        while more {
+            var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            more = poll(&pending, 1, 0) > 0
+            if more, !readOne(fd, into: &buffer) { return false }
+        }
+        return true
+    }
+
+    /// Reads one datagram and reports it; false when the exchange is over (refused).
+    private func readOne(_ fd: Int32, into buffer: inout [UInt8]) -> Bool {
+        var source = sockaddr_storage()
+        var sourceLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let count = withUnsafeMutablePointer(to: &source) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                recvfrom(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT), $0, &sourceLength)
+            }
+        }
+        if count < 0 {
+            let code = errno
+            switch code {
+            case EINTR, EAGAIN, EWOULDBLOCK:
+                return true
+            case ECONNREFUSED:
+                ticket.report(.unreachable("nothing listens at \(target) (ICMP port unreachable)"))
+                return false
+            default:
+                ticket.report(.unreachable("cannot receive from \(target): \(SystemError("recvfrom", code: code))"))
+                return false
+            }
+        }
+        // The connected socket already filters by source; checked again so that the
+        // rule of SPEC §1 holds even if the socket setup changes.
+        if let sender = SocketAddress(storage: source), sender != target {
+            logger.debug("datagram from another address ignored", metadata: ["adapter": "udp", "from": "\(sender)"])
+            return true
+        }
+        let datagram = buffer[0..<count]
+        logger.debug("datagram received", metadata: [
+            "adapter": "udp", "bytes": "\(datagram.map { UDPExchange.hex($0) }.joined(separator: " "))",
+        ])
+        for event in UDPReplyDecoder.events(for: datagram) {
+            ticket.report(event)
+        }
+        return true
+    }
+
+    static func hex(_ byte: UInt8) -> String {
+        let text = String(byte, radix: 16)
+        return "0x" + (text.count == 1 ? "0" + text : text)
+    }
+}
