@@ -1,0 +1,208 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// What NeverTwiceTests needs beyond the shared fixtures: a slow resolver (LD_PRELOAD), a
+// `gate open` that can be stopped with SIGTERM, the simulator's count of triggers it
+// received (activations and ignored ones alike), and a few readers of `--json`.
+
+/// Small helpers for the "never trigger twice" tests, namespaced so that they cannot clash
+/// with the file-private helpers of other test files.
+enum NeverTwice {
+    static let triggerTopic = "iot/house/gate/esp32/trigger"
+    static let statusTopic = "iot/house/gate/esp32/status"
+
+    /// The simulator's options to use `broker` as well as UDP.
+    static func simulatorMQTT(_ broker: MosquittoBroker) -> [String] {
+        ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)]
+    }
+
+    /// The `attempts` array of `gate open --json`.
+    static func attempts(_ run: GateRun) throws -> [[String: Any]] {
+        guard let attempts = try run.json()["attempts"] as? [[String: Any]] else {
+            throw GateRunner.Failure("no \"attempts\" array in: \(run.stdout)")
+        }
+        return attempts
+    }
+
+    /// A JSON boolean (`true`/`false`) as JSONSerialization returns it; nil for anything else
+    /// (missing, null, a number, a string), so that `"trigger_sent": 1` does not pass for true.
+    static func flag(_ value: Any?) -> Bool? {
+        guard let value else { return nil }
+        if type(of: value) == Bool.self { return value as? Bool }
+        if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return number.boolValue }
+        return nil
+    }
+
+    /// `"trigger_sent"` of each attempt, in order (nil where it is missing or not a boolean).
+    static func triggerSent(_ attempts: [[String: Any]]) -> [Bool?] {
+        attempts.map { flag($0["trigger_sent"]) }
+    }
+
+    static func strings(_ attempts: [[String: Any]], _ key: String) -> [String?] {
+        attempts.map { $0[key] as? String }
+    }
+
+    /// Sleeps until `instant` (at once if it has passed).
+    static func sleep(until instant: ContinuousClock.Instant) {
+        let left = instant - ContinuousClock.now
+        guard left > .zero else { return }
+        let (seconds, attoseconds) = left.components
+        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
+    /// Seconds, with milliseconds, for failure messages.
+    static func seconds(_ duration: Duration) -> String {
+        let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return String(format: "%.3f s", Double(ms) / 1000)
+    }
+
+    /// The `at` of a trigger-log line (`2026-11-21T10:00:00.123Z`).
+    static func date(_ iso: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: iso)
+    }
+}
+
+extension Simulator {
+    /// Every trigger the simulator received, whether it activated the relay or was ignored
+    /// because the relay was held: its "trigger received via udp|mqtt" log lines. A second
+    /// trigger that lands inside the first one's hold makes no second activation, so this
+    /// is what "the gate triggered twice" is counted by.
+    func receivedTriggers() -> [String] {
+        stderrText.split(separator: "\n").map(String.init).filter { $0.contains("trigger received via ") }
+    }
+}
+
+/// An `LD_PRELOAD` library that makes `getaddrinfo` slow for one host name, like a dead
+/// resolver (NOTES.md "Timing and locks"), and leaves every other lookup alone.
+///
+/// For `host` it first appends one line to `markerPath` (so a test can tell the library was
+/// loaded and hit, even if the process gives up on the lookup and exits while it sleeps),
+/// sleeps `delay`, then answers what the real `getaddrinfo` answers for `answer` (an IP
+/// literal), so that the result does not depend on the machine's /etc/hosts (::1 or not).
+final class SlowResolverShim {
+    let directory: URL
+    let library: String
+    let markerPath: String
+
+    init(host: String = "localhost", delayMs: Int, answer: String = "127.0.0.1") throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-shim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        library = directory.appendingPathComponent("shim.so").path
+        markerPath = directory.appendingPathComponent("delayed.log").path
+        let source = directory.appendingPathComponent("shim.c").path
+        let text = """
+            #define _GNU_SOURCE
+            #include <dlfcn.h>
+            #include <errno.h>
+            #include <fcntl.h>
+            #include <netdb.h>
+            #include <string.h>
+            #include <time.h>
+            #include <unistd.h>
+
+            typedef int (*getaddrinfo_fn)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+
+            int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
+                getaddrinfo_fn real = (getaddrinfo_fn)dlsym(RTLD_NEXT, "getaddrinfo");
+                if (real == NULL) return EAI_SYSTEM;
+                if (node != NULL && strcmp(node, "\(host)") == 0) {
+                    int fd = open("\(markerPath)", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+                    if (fd >= 0) {
+                        static const char line[] = "delayed \(host)\\n";
+                        ssize_t ignored = write(fd, line, sizeof line - 1);
+                        (void)ignored;
+                        close(fd);
+                    }
+                    struct timespec left = { \(delayMs / 1000), \((delayMs % 1000) * 1_000_000)L };
+                    while (nanosleep(&left, &left) == -1 && errno == EINTR) {}
+                    return real("\(answer)", service, hints, res);
+                }
+                return real(node, service, hints, res);
+            }
+
+            """
+        try text.write(toFile: source, atomically: true, encoding: .utf8)
+        let compiled = try MosquittoBroker.runTool("/usr/bin/cc", ["-shared", "-fPIC", "-o", library, source, "-ldl"], timeout: .seconds(60))
+        guard compiled.status == 0 else {
+            try? FileManager.default.removeItem(at: directory)
+            throw GateRunner.Failure("cannot build the getaddrinfo shim: \(compiled.summary)")
+        }
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// How many lookups of the host the library delayed so far.
+    var delayedLookups: Int {
+        ((try? String(contentsOfFile: markerPath, encoding: .utf8)) ?? "").split(separator: "\n").count
+    }
+}
+
+/// A `gate` process started with an empty signal mask (Spawn.swift), so that SIGTERM reaches
+/// it as it would from a shell or systemd. `RunningGate` spawns from a test thread, whose
+/// blocked signals the child inherits: SIGTERM would stay pending there.
+final class UnmaskedGate {
+    let process = Process()
+    let directory: URL
+    private let stdoutURL: URL
+    private let stderrURL: URL
+    private let exited = DispatchSemaphore(value: 0)
+    private let started = ContinuousClock.now
+
+    init(arguments: [String], environment: [String: String]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        stdoutURL = directory.appendingPathComponent("stdout")
+        stderrURL = directory.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        process.executableURL = try GateRunner.binary()
+        process.arguments = arguments
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
+        try runWithSignalsUnblocked(process)
+        closeFileStreams(of: process)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGCONT)
+            kill(process.processIdentifier, SIGKILL)
+            _ = exited.wait(timeout: .now() + 5)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    func send(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Waits for the end (SIGKILL and a thrown error after `timeout`). `status` is the exit
+    /// status, or the signal's number when a signal ended it (`signalled` says which).
+    func finish(timeout: Duration) throws -> (run: GateRun, signalled: Bool) {
+        let (seconds, attoseconds) = timeout.components
+        if exited.wait(timeout: .now() + Double(seconds) + Double(attoseconds) / 1e18) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            _ = exited.wait(timeout: .now() + 5)
+            throw GateRunner.Failure("gate \(process.arguments ?? []) did not finish within \(timeout)")
+        }
+        let run = GateRun(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "",
+            wall: ContinuousClock.now - started
+        )
+        return (run, process.terminationReason == .uncaughtSignal)
+    }
+}
