@@ -43,7 +43,7 @@ struct AdapterPlannerTests {
 
     @Test("auto, on-link: UDP with 2 s, then MQTT with 5 s")
     func autoOrder() {
-        let plan = AdapterPlan.make(config: Self.both, selection: .auto, udpLink: .success(.onLink(interface: "wlan0")))
+        let plan = AdapterPlan.make(config: Self.both, selection: .auto, udpLink: .onLink(interface: "wlan0"))
         #expect(plan.adapters == [.init(kind: .udp, budget: .seconds(2)), .init(kind: .mqtt, budget: .seconds(5))])
         #expect(plan.skipped.isEmpty)
         #expect(plan.forced == nil)
@@ -51,41 +51,44 @@ struct AdapterPlannerTests {
 
     @Test("auto, off-link: UDP skipped with the reason, MQTT only")
     func autoOffLink() {
-        let plan = AdapterPlan.make(config: Self.both, selection: .auto, udpLink: .success(.offLink))
+        let plan = AdapterPlan.make(config: Self.both, selection: .auto, udpLink: .offLink)
         #expect(plan.adapters.map(\.kind) == [.mqtt])
         #expect(plan.skipped.count == 1)
         #expect(plan.skipped[0].outcome == .skipped)
-        #expect(plan.skipped[0].reason?.contains("not on a directly connected network") == true)
+        #expect(plan.skipped[0].reason == .offLink(host: "192.168.1.50"))
+        #expect(plan.skipped[0].reason?.description.contains("not on a directly connected network") == true)
     }
 
-    @Test("auto, unresolvable host: UDP skipped with the resolver's words")
-    func autoUnresolvable() {
-        let plan = AdapterPlan.make(config: Self.both, selection: .auto, udpLink: .failure(ResolutionFailure(message: "cannot resolve esp32.lan")))
-        #expect(plan.adapters.map(\.kind) == [.mqtt])
-        #expect(plan.skipped.first?.reason == "cannot resolve esp32.lan")
+    @Test("auto, a host name: UDP is planned; its attempt resolves and checks it within its own budget")
+    func autoHostName() {
+        let config = GateConfig(udp: UDPConfig(host: "esp32.lan"), mqtt: MQTTConfig(host: "broker.example.de", tls: true))
+        let plan = AdapterPlan.make(config: config, selection: .auto, udpLink: nil)
+        #expect(plan.adapters.map(\.kind) == [.udp, .mqtt])
+        #expect(plan.skipped.isEmpty)
     }
 
     @Test("auto with only [udp]: MQTT is listed as not configured")
     func autoUDPOnly() {
         let config = GateConfig(udp: UDPConfig(host: "127.0.0.1", port: 9000, timeout: 1.5))
-        let plan = AdapterPlan.make(config: config, selection: .auto, udpLink: .success(.loopback))
+        let plan = AdapterPlan.make(config: config, selection: .auto, udpLink: .loopback)
         #expect(plan.adapters == [.init(kind: .udp, budget: .milliseconds(1500))])
         #expect(plan.skipped.map(\.adapter) == [.mqtt])
     }
 
     @Test("--via udp tries UDP even off-link, and nothing else")
     func forcedUDPOffLink() {
-        let plan = AdapterPlan.make(config: Self.both, selection: .udp, udpLink: .success(.offLink))
+        let plan = AdapterPlan.make(config: Self.both, selection: .udp, udpLink: .offLink)
         #expect(plan.adapters.map(\.kind) == [.udp])
         #expect(plan.forced == .udp)
     }
 
-    @Test("--via udp with an unresolvable host fails as a UDP connection failure")
+    @Test("--via udp whose name does not resolve fails as a UDP connection failure (69)")
     func forcedUDPUnresolvable() throws {
-        let plan = AdapterPlan.make(config: Self.both, selection: .udp, udpLink: .failure(ResolutionFailure(message: "cannot resolve")))
-        #expect(plan.adapters.isEmpty)
+        let plan = AdapterPlan.make(config: Self.both, selection: .udp, udpLink: nil)
+        #expect(plan.adapters.map(\.kind) == [.udp])
         var machine = plan.machine(resetDelay: .seconds(3))
-        let actions = machine.handle(.start(at: MonotonicInstant(nanoseconds: 1)))
+        _ = machine.handle(.start(at: MonotonicInstant(nanoseconds: 1)))
+        let actions = machine.handle(.adapter(.udp, .unreachable("cannot resolve esp32.lan"), at: MonotonicInstant(nanoseconds: 2)))
         guard case .finished(let result, _)? = actions.last else {
             Issue.record("expected a result, got \(actions)")
             return
@@ -107,7 +110,7 @@ struct AdapterPlannerTests {
 
     @Test("--via mqtt never touches UDP")
     func forcedMQTT() {
-        let plan = AdapterPlan.make(config: Self.both, selection: .mqtt, udpLink: .success(.loopback))
+        let plan = AdapterPlan.make(config: Self.both, selection: .mqtt, udpLink: .loopback)
         #expect(plan.adapters.map(\.kind) == [.mqtt])
         #expect(plan.skipped.isEmpty)
     }
@@ -151,20 +154,20 @@ struct UDPReplyDecoderTests {
 
 @Suite("JSON result")
 struct OpeningResultJSONTests {
-    @Test("The --json object has the keys of SPEC §3 in order")
+    @Test("The --json object has the keys of SPEC §3 in order, and every attempt says whether its trigger left")
     func shape() {
         let result = OpeningResult(
-            error: .allAdaptersFailed, adapter: nil, duration: .milliseconds(2003),
+            error: .operationTimeout, adapter: .udp, duration: .milliseconds(2003),
             attempts: [
-                AttemptRecord(adapter: .udp, outcome: .noAnswer, reason: "no answer within 2.0 s", duration: .milliseconds(2001)),
-                AttemptRecord(adapter: .mqtt, outcome: .skipped, reason: "not configured \"x\"", duration: nil),
+                AttemptRecord(adapter: .udp, outcome: .noAnswer, reason: .noAnswer(budget: .seconds(2)), duration: .milliseconds(2001), triggerSent: true),
+                AttemptRecord(adapter: .mqtt, outcome: .skipped, reason: .adapter("not configured \"x\""), duration: nil),
             ],
-            message: "udp: no answer"
+            explanation: "udp: no answer"
         )
         #expect(result.json.serialized() == """
-            {"outcome":"error","error":"allAdaptersFailed","adapter":null,"duration_ms":2003,\
-            "attempts":[{"adapter":"udp","outcome":"no_answer","reason":"no answer within 2.0 s","duration_ms":2001},\
-            {"adapter":"mqtt","outcome":"skipped","reason":"not configured \\"x\\"","duration_ms":null}],\
+            {"outcome":"timeout","error":"operationTimeout","adapter":"udp","duration_ms":2003,\
+            "attempts":[{"adapter":"udp","outcome":"no_answer","reason":"no answer within 2.0 s","duration_ms":2001,"trigger_sent":true},\
+            {"adapter":"mqtt","outcome":"skipped","reason":"not configured \\"x\\"","duration_ms":null,"trigger_sent":false}],\
             "message":"udp: no answer"}
             """)
     }

@@ -49,7 +49,7 @@ struct OpeningMachineTests {
         #expect(result.adapter == .udp)
         #expect(result.duration == .milliseconds(411))
         #expect(resetAt == nil)
-        #expect(result.attempts == [AttemptRecord(adapter: .udp, outcome: .success, reason: nil, duration: .milliseconds(411))])
+        #expect(result.attempts == [AttemptRecord(adapter: .udp, outcome: .success, reason: nil, duration: .milliseconds(411), triggerSent: true)])
         #expect(result.message.contains("relay cycle confirmed"))
         #expect(!result.message.contains("gate opened"))
         #expect(started(released).isEmpty, "MQTT must not start after a UDP success")
@@ -69,7 +69,8 @@ struct OpeningMachineTests {
             .stateChanged(.triggering, adapter: .mqtt),
         ])
         #expect(machine.attempts.first?.outcome == .noAnswer)
-        #expect(machine.attempts.first?.reason == "no answer within 2000 ms" || machine.attempts.first?.reason == "no answer within 2.0 s")
+        #expect(machine.attempts.first?.reason == .noAnswer(budget: .seconds(2)))
+        #expect(machine.attempts.first?.triggerSent == true)
         _ = machine.handle(.adapter(.mqtt, .relay(.activated), at: clock.advance(.milliseconds(300))))
         let done = machine.handle(.adapter(.mqtt, .relay(.released), at: clock.advance(.milliseconds(400))))
         let (result, _) = try #require(finished(done))
@@ -78,7 +79,7 @@ struct OpeningMachineTests {
         #expect(result.duration == .milliseconds(2700))
     }
 
-    @Test("No answer and nothing to fall back to: allAdaptersFailed, then ready after the reset delay")
+    @Test("Nothing sent and nothing to fall back to: allAdaptersFailed (69), then ready after the reset delay")
     func noAnswerUDPOnly() throws {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
@@ -125,8 +126,7 @@ struct OpeningMachineTests {
         #expect(started(actions).isEmpty)
         #expect(result.error == .invalidResponse)
         #expect(result.exitCode == 76)
-        #expect(result.attempts.map(\.outcome) == [.invalidResponse, .skipped])
-        #expect(result.attempts[1].reason?.contains("second trigger") == true)
+        #expect(result.attempts.map(\.outcome) == [.invalidResponse], "nothing is listed after the deciding attempt")
         #expect(machine.state == .error)
     }
 
@@ -166,17 +166,19 @@ struct OpeningMachineTests {
         #expect(result.message.contains("before the activation"))
     }
 
-    @Test("A byte stamped after the budget counts as no answer; later bytes change nothing")
-    func lateByteAfterBudget() throws {
+    @Test("A 1 read after the budget (a paused process) is evidence: timeout, never a fallback")
+    func lateActivationIsEvidence() throws {
         var clock = TestClock()
-        var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
-        let start = clock.now
-        _ = machine.handle(.start(at: start))
-        let late = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(2001))))
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        let late = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(2200))))
         let (result, _) = try #require(finished(late))
-        #expect(result.error == .allAdaptersFailed)
-        #expect(result.attempts.first?.outcome == .noAnswer)
-        #expect(result.duration == .seconds(2), "decided at the deadline, not when the late byte came")
+        #expect(started(late).isEmpty, "the ESP32 answered: MQTT must not fire")
+        #expect(result.error == .operationTimeout)
+        #expect(result.exitCode == 124)
+        #expect(result.attempts.map(\.outcome) == [.timeout])
+        #expect(result.attempts.first?.reason == .activatedAtDeadline(budget: .seconds(2)))
         #expect(machine.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(1)))) == [])
     }
 
@@ -198,7 +200,7 @@ struct OpeningMachineTests {
         let actions = machine.handle(.adapter(.udp, .unreachable("no CONNACK within the budget"), at: clock.advance(.milliseconds(2001))))
         let (result, _) = try #require(finished(actions))
         #expect(result.attempts.first?.outcome == .unreachable)
-        #expect(result.attempts.first?.reason == "no CONNACK within the budget")
+        #expect(result.attempts.first?.reason == .adapter("no CONNACK within the budget"))
     }
 
     @Test("Unreachable at once falls back to MQTT immediately")
@@ -208,7 +210,7 @@ struct OpeningMachineTests {
         _ = machine.handle(.start(at: clock.now))
         let actions = machine.handle(.adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(1))))
         #expect(started(actions) == [.mqtt])
-        #expect(machine.attempts.first == AttemptRecord(adapter: .udp, outcome: .unreachable, reason: "ICMP port unreachable", duration: .milliseconds(1)))
+        #expect(machine.attempts.first == AttemptRecord(adapter: .udp, outcome: .unreachable, reason: .adapter("ICMP port unreachable"), duration: .milliseconds(1)))
     }
 
     @Test("A link failure after the 1 is a timeout without fallback")
@@ -239,14 +241,30 @@ struct OpeningMachineTests {
         #expect(machine.handle(.start(at: MonotonicInstant(nanoseconds: 2))) == [])
     }
 
-    @Test("Forced UDP that fails before any answer is udpConnectionFailed (69)")
+    @Test("Forced UDP that sent nothing before its deadline is udpConnectionFailed (69)")
     func forcedUDP() throws {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3), forced: .udp)
         _ = machine.handle(.start(at: clock.now))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .withheld(.budgetSpent(during: "resolving esp32.lan")), at: clock.advance(.seconds(2))))))
         #expect(result.error == .udpConnectionFailed)
         #expect(result.exitCode == 69)
+        #expect(result.attempts.first?.triggerSent == false)
+    }
+
+    @Test("Forced UDP whose trigger left unanswered is operationTimeout (124): the relay may have cycled")
+    func forcedUDPSentUnanswered() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3), forced: .udp)
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))))
+        #expect(result.error == .operationTimeout)
+        #expect(result.exitCode == 124)
+        #expect(result.outcome == .timeout)
+        #expect(result.adapter == .udp)
+        #expect(result.attempts.map(\.outcome) == [.noAnswer])
+        #expect(result.message.contains("may have cycled"))
     }
 
     @Test("Forced MQTT that cannot run as configured is configurationMissing (78)")
@@ -265,21 +283,180 @@ struct OpeningMachineTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
-        _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        _ = machine.handle(.adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(2))))
         let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .misconfigured("no password"), at: clock.advance(.milliseconds(1))))))
         #expect(result.error == .allAdaptersFailed)
-        #expect(result.message.contains("udp: no answer"))
+        #expect(result.message.contains("udp: ICMP port unreachable"))
         #expect(result.message.contains("mqtt: no password"))
     }
 
     @Test("Nothing planned: allAdaptersFailed at once with the skipped reasons")
     func nothingPlanned() throws {
-        let skipped = [AttemptRecord(adapter: .udp, outcome: .skipped, reason: "off-link", duration: nil)]
+        let skipped = [AttemptRecord(adapter: .udp, outcome: .skipped, reason: .offLink(host: "10.9.9.9"), duration: nil)]
         var machine = OpeningMachine(plan: [], skipped: skipped, resetDelay: .seconds(3))
         let actions = machine.handle(.start(at: MonotonicInstant(nanoseconds: 5)))
         let (result, _) = try #require(finished(actions))
         #expect(result.error == .allAdaptersFailed)
         #expect(result.attempts == skipped)
-        #expect(result.message.contains("off-link"))
+        #expect(result.message.contains("not on a directly connected network"))
+    }
+}
+
+/// SPEC §2 "Evidence and time": each rule, with a hand-driven clock.
+@Suite("Evidence and time")
+struct EvidenceAndTimeTests {
+    @Test("A 1 then 0 on the status topic after a UDP trigger confirms the cycle; MQTT never starts")
+    func statusTopicConfirmsUDP() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        #expect(machine.handle(.observed(.activated, at: clock.advance(.milliseconds(30)))) == [.stateChanged(.waitingForRelayClose, adapter: .udp)])
+        let done = machine.handle(.observed(.released, at: clock.advance(.milliseconds(400))))
+        let (result, _) = try #require(finished(done))
+        #expect(started(done).isEmpty)
+        #expect(result.error == nil)
+        #expect(result.adapter == .udp)
+        #expect(result.attempts == [AttemptRecord(adapter: .udp, outcome: .success, reason: nil, duration: .milliseconds(431), triggerSent: true)])
+    }
+
+    @Test("A 1 on the status topic then silence: the UDP deadline is a timeout (124), not a fallback")
+    func statusTopicActivationBlocksFallback() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = machine.handle(.observed(.activated, at: clock.advance(.milliseconds(30))))
+        let actions = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        #expect(started(actions).isEmpty)
+        #expect(try #require(finished(actions)).0.error == .operationTimeout)
+    }
+
+    @Test("A 0 alone on the status topic beside a UDP attempt changes nothing (another cycle's end)")
+    func strayReleaseDuringUDP() {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        #expect(machine.handle(.observed(.released, at: clock.advance(.milliseconds(5)))) == [])
+        #expect(machine.handle(.observed(.invalid("x"), at: clock.advance(.milliseconds(5)))) == [])
+        #expect(machine.state == .triggering)
+    }
+
+    @Test("On the MQTT attempt, the status topic is the answer: 0 before 1 is invalidResponse")
+    func statusTopicIsMQTTAnswer() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(1))))
+        let (result, _) = try #require(finished(machine.handle(.observed(.released, at: clock.advance(.milliseconds(5))))))
+        #expect(result.error == .invalidResponse)
+    }
+
+    @Test("A trigger published into silence is 124 with no_answer and trigger_sent, never 69")
+    func silenceAfterPublish() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], resetDelay: .seconds(3), forced: .mqtt)
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(3))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .deadlineReached, at: clock.advance(.seconds(5))))))
+        #expect(result.exitCode == 124)
+        #expect(result.error == .operationTimeout)
+        #expect(result.attempts == [AttemptRecord(adapter: .mqtt, outcome: .noAnswer, reason: .noAnswer(budget: .seconds(5)), duration: .milliseconds(5003), triggerSent: true)])
+    }
+
+    @Test("UDP unanswered, then MQTT fails to connect: 124, since the UDP trigger may have arrived")
+    func udpUnansweredThenMQTTDown() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .unreachable("Connection refused"), at: clock.advance(.milliseconds(1))))))
+        #expect(result.error == .operationTimeout)
+        #expect(result.adapter == .udp)
+        #expect(result.attempts.map(\.triggerSent) == [true, false])
+    }
+
+    @Test("Every trigger refused at once by the network (ICMP) is still 69: nothing can have arrived")
+    func refusedSendsAre69() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(1))))))
+        #expect(result.exitCode == 69)
+        #expect(result.attempts.first?.triggerSent == true)
+    }
+
+    @Test("A link lost after the trigger left, without an answer: no_answer, fallback allowed, 124 at the end")
+    func lostAfterTrigger() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(1))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .lost("broker gone"), at: clock.advance(.milliseconds(10))))))
+        #expect(result.exitCode == 124)
+        #expect(result.attempts.first?.outcome == .noAnswer)
+        #expect(result.attempts.first?.reason == .lostAfterTrigger("broker gone"))
+    }
+
+    @Test("A budget spent resolving sends nothing: the next adapter goes, and the opening can still succeed")
+    func budgetSpentResolving() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        let actions = machine.handle(.adapter(.udp, .withheld(.budgetSpent(during: "resolving localhost")), at: clock.advance(.seconds(2))))
+        #expect(started(actions) == [.mqtt])
+        _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(2))))
+        _ = machine.handle(.observed(.activated, at: clock.advance(.milliseconds(5))))
+        let (result, _) = try #require(finished(machine.handle(.observed(.released, at: clock.advance(.milliseconds(400))))))
+        #expect(result.error == nil)
+        #expect(result.attempts.map(\.triggerSent) == [false, true])
+        #expect(result.attempts.first?.reason?.description.contains("resolving localhost") == true)
+    }
+
+    @Test("A busy relay: nothing sent, operationInProgress (75), no other adapter")
+    func busyRelay() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        let actions = machine.handle(.adapter(.udp, .withheld(.relayActive), at: clock.advance(.milliseconds(1))))
+        let (result, _) = try #require(finished(actions))
+        #expect(started(actions).isEmpty)
+        #expect(result.exitCode == 75)
+        #expect(result.error == .operationInProgress)
+        #expect(result.message.contains("the relay is active"))
+        #expect(result.attempts.map(\.adapter) == [.udp])
+    }
+
+    @Test("Answered earlier: a permit closed by a 1 after an earlier trigger waits for that 1, it decides nothing")
+    func relayAnswered() {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        #expect(machine.handle(.adapter(.mqtt, .withheld(.relayAnswered), at: clock.advance(.milliseconds(1)))) == [])
+        #expect(machine.handle(.observed(.activated, at: clock.advance(.milliseconds(1)))) == [.stateChanged(.waitingForRelayClose, adapter: .mqtt)])
+    }
+
+    @Test("The attempts list stops at the deciding attempt; skipped adapters before it stay")
+    func attemptsStopAtDecision() throws {
+        var clock = TestClock()
+        let skippedUDP = [AttemptRecord(adapter: .udp, outcome: .skipped, reason: .notConfigured(.udp), duration: nil)]
+        var mqttOnly = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], skipped: skippedUDP, resetDelay: .seconds(3))
+        _ = mqttOnly.handle(.start(at: clock.now))
+        _ = mqttOnly.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(1))))
+        _ = mqttOnly.handle(.observed(.activated, at: clock.advance(.milliseconds(5))))
+        let (result, _) = try #require(finished(mqttOnly.handle(.observed(.released, at: clock.advance(.milliseconds(400))))))
+        #expect(result.attempts.map(\.adapter) == [.udp, .mqtt])
+        #expect(result.attempts.last?.outcome == .success)
+
+        let skippedMQTT = [AttemptRecord(adapter: .mqtt, outcome: .skipped, reason: .notConfigured(.mqtt), duration: nil)]
+        var udp = OpeningMachine(plan: udpOnly, skipped: skippedMQTT, resetDelay: .seconds(3))
+        _ = udp.handle(.start(at: clock.now))
+        _ = udp.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(1))))
+        let (success, _) = try #require(finished(udp.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400))))))
+        #expect(success.attempts.map(\.adapter) == [.udp], "nothing after the successful adapter")
     }
 }
