@@ -120,17 +120,7 @@ final class BrokerProbe: Sendable {
         defer { finished.signal() }
         let client: MosquittoClient
         do {
-            client = try MosquittoClient(clientID: MQTTStatusTopic.clientID(prefix: mqtt.clientIDPrefix)) { [self] event in
-                handle(event)
-            }
-            if let username = mqtt.username {
-                try password.map { secret in
-                    try secret.withBytes { try client.setCredentials(username: username, password: $0) }
-                } ?? client.setCredentials(username: username, password: nil)
-            }
-            if mqtt.tls {
-                try client.enableTLS(.init(caFile: mqtt.caFile))
-            }
+            client = try MQTTStatusTopic.makeClient(config: mqtt, password: password) { [self] event in handle(event) }
         } catch {
             settle(.setupFailed("\(error)"))
             return

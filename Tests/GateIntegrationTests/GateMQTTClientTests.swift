@@ -1,10 +1,9 @@
 import Foundation
 import Testing
 
-/// Which MQTT client an opening uses: its own over plain TCP (no libmosquitto,
-/// libssl or libcrypto to load), libmosquitto over TLS; and what the plain client
-/// says about brokers that are not what it expects.
-@Suite("gate open's MQTT clients: plain TCP and TLS", .serialized)
+/// gate open's one MQTT client (libmosquitto) over plain TCP: a password file, and
+/// what it says about servers that are not the broker it expects.
+@Suite("gate open's MQTT client over plain TCP", .serialized)
 struct GateMQTTClientTests {
     private func config(broker: MosquittoBroker, udpPort: UInt16?, username: String? = nil) throws -> TestConfig {
         var text = udpPort.map { "[udp]\nhost = \"127.0.0.1\"\nport = \($0)\n" } ?? ""
@@ -51,30 +50,7 @@ struct GateMQTTClientTests {
         }
     }
 
-    /// The dynamic loader's own record (LD_DEBUG=files) of every library mapped,
-    /// `dlopen` included: what the plain client exists for is that none of these is.
-    @Test("Plain TCP loads neither libmosquitto nor libssl nor libcrypto; TLS loads them", arguments: [false, true])
-    func librariesLoaded(tls: Bool) throws {
-        let broker = try MosquittoBroker(tls ? .tls : .plain)
-        let sim = try simulator(broker)
-        let config = try config(broker: broker, udpPort: sim.udpPort)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gate-ld-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        var environment = GateRunner.isolatedEnvironment()
-        environment["LD_DEBUG"] = "files"
-        environment["LD_DEBUG_OUTPUT"] = folder.appendingPathComponent("ld").path
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
-        #expect(run.status == 0, "\(run.summary)")
-        let records = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-        try #require(records.count == 1, "one record, of gate's process: \(records)")
-        let loaded = try String(contentsOf: folder.appendingPathComponent(records[0]), encoding: .utf8)
-        try #require(loaded.contains("file=libc.so.6"), "the record lists what was loaded")
-        for library in ["libmosquitto.so.1", "libssl.so.3", "libcrypto.so.3"] {
-            #expect(loaded.contains("file=\(library)") == tls, "\(library) loaded: \(!tls)")
-        }
-    }
-
-    @Test("A server that answers CONNECT with something else: 69 at once, the packet named")
+    @Test("A server that answers CONNECT with something else: 69 at once, the broker named")
     func notABroker() throws {
         let server = try SilentTCPListener()
         // A CONNACK five bytes long: what no MQTT 3.1.1 broker sends.
@@ -83,7 +59,7 @@ struct GateMQTTClientTests {
         let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
         #expect(run.status == 69, "\(run.summary)")
         #expect(try run.json()["error"] as? String == "mqttConnectionFailed")
-        #expect(try reason(run) == "cannot reach MQTT broker at 127.0.0.1:\(server.port): the broker sent a CONNACK of 5 bytes instead of 2, which is not MQTT 3.1.1")
+        #expect(try reason(run).hasPrefix("cannot reach MQTT broker at 127.0.0.1:\(server.port): "), "\(try reason(run))")
         #expect((try run.json()["duration_ms"] as? Int ?? 9999) < 5000, "not the whole budget")
     }
 
@@ -95,7 +71,7 @@ struct GateMQTTClientTests {
         #expect(run.status == 69, "\(run.summary)")
         let reason = try reason(run)
         #expect(reason.hasPrefix("cannot reach MQTT broker at 127.0.0.1:\(broker.port): "), "\(reason)")
-        #expect(reason.hasSuffix("before any answer (if the broker expects TLS, set tls = true in [mqtt])"), "\(reason)")
+        #expect(reason.hasSuffix("(if the broker expects TLS, set tls = true in [mqtt])"), "\(reason)")
         #expect((try run.json()["duration_ms"] as? Int ?? 9999) < 5000, "not the whole budget")
     }
 }

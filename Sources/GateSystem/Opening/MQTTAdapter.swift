@@ -112,7 +112,9 @@ final class MQTTExchange: Sendable {
         }
         switch reached {
         case .connecting:
-            ticket.report(.unreachable("cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)"))
+            // A TLS listener drops a plaintext CONNECT without a word.
+            let hint = lost != nil && !config.tls ? " (if the broker expects TLS, set tls = true in [mqtt])" : ""
+            ticket.report(.unreachable("cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)\(hint)"))
         case .subscribing, .subscribed:
             ticket.report(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
         case .published where lost != nil:
@@ -216,9 +218,12 @@ final class MQTTExchange: Sendable {
         case .disconnected(let code):
             guard code != 0 else { return }
             let words = lastErrorSuffix.isEmpty ? " (\(MosquittoError.words(for: code)))" : lastErrorSuffix
-            if case .published = phase.withLock({ $0 }) {
+            switch phase.withLock({ $0 }) {
+            case .published:
                 end(.lost("lost the connection to MQTT broker at \(broker)\(words)"))
-            } else {
+            case .connecting where !config.tls:
+                fail("cannot reach MQTT broker at \(broker): the connection closed before the CONNACK\(words) (if the broker expects TLS, set tls = true in [mqtt])")
+            case .connecting, .subscribing, .subscribed, .over:
                 fail("lost the connection to MQTT broker at \(broker)\(words)")
             }
 
