@@ -59,7 +59,8 @@ struct GateMQTTClientTests {
         let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
         #expect(run.status == 69, "\(run.summary)")
         #expect(try run.json()["error"] as? String == "mqttConnectionFailed")
-        #expect(try reason(run).hasPrefix("cannot reach MQTT broker at 127.0.0.1:\(server.port): "), "\(try reason(run))")
+        let words = try reason(run)
+        #expect(words.hasPrefix("cannot reach MQTT broker at 127.0.0.1:\(server.port): "), "\(words)")
         #expect((try run.json()["duration_ms"] as? Int ?? 9999) < 5000, "not the whole budget")
     }
 
