@@ -120,8 +120,12 @@ struct ButtonService: Service, CustomStringConvertible {
     private static func open(pressedAt ns: UInt64, context: DaemonContext) async {
         var logger = context.logger
         logger[metadataKey: "source"] = "button"
-        logger.info("button pressed; opening", metadata: ["edge_ns": "\(ns)"])
-        let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: "button"))
+        var announced = false
+        let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: "button")) { _, _ in
+            // Once the lock and the cooldown let the opening through.
+            if !announced { logger.info("button pressed; opening", metadata: ["edge_ns": "\(ns)"]) }
+            announced = true
+        }
         let metadata: Logger.Metadata = [
             "outcome": "\(result.outcome.rawValue)", "adapter": "\(result.adapter?.rawValue ?? "none")",
             "duration_ms": "\(result.duration.milliseconds)",

@@ -71,3 +71,24 @@ public enum WallClock {
         return .nanoseconds(max(0, then - nowNanoseconds()))
     }
 }
+
+/// The clock an opening's deadlines, timers and event stamps use: CLOCK_MONOTONIC
+/// in gate, one the test moves by hand in the pipeline's own tests.
+public protocol OpeningClock: Sendable {
+    func now() -> MonotonicInstant
+    /// Returns once `instant` has come; throws `CancellationError` when the task is cancelled.
+    func sleep(until instant: MonotonicInstant) async throws
+}
+
+/// `MonotonicClock` as an `OpeningClock`.
+public struct SystemOpeningClock: OpeningClock {
+    public init() {}
+
+    public func now() -> MonotonicInstant {
+        MonotonicClock.now()
+    }
+
+    public func sleep(until instant: MonotonicInstant) async throws {
+        try await Task.sleep(for: instant.duration(since: MonotonicClock.now()))
+    }
+}

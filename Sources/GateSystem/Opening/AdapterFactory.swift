@@ -6,10 +6,20 @@ public struct AdapterFactory: Sendable {
     let credentials: CredentialLookup
     /// The daemon's warm link, when there is one: MQTT then publishes through it.
     let link: @Sendable () -> MQTTLink?
+    /// Adapters of the caller's making (the pipeline's own tests script them).
+    let custom: (@Sendable (AdapterKind) -> any GateAdapter)?
 
     public init(credentials: CredentialLookup, link: @escaping @Sendable () -> MQTTLink? = { nil }) {
         self.credentials = credentials
         self.link = link
+        self.custom = nil
+    }
+
+    /// Every adapter made by `make`: for driving the pipeline with scripted adapters.
+    public init(custom make: @escaping @Sendable (AdapterKind) -> any GateAdapter) {
+        self.credentials = CredentialLookup(sources: [])
+        self.link = { nil }
+        self.custom = make
     }
 
     /// The password lookup chain of SPEC §5, in order.
@@ -21,6 +31,7 @@ public struct AdapterFactory: Sendable {
     }
 
     func make(_ kind: AdapterKind, config: GateConfig, selection: AdapterSelection, logger: Logger) -> any GateAdapter {
+        if let custom { return custom(kind) }
         switch kind {
         case .udp:
             guard let udp = config.udp else { return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration")) }

@@ -139,7 +139,7 @@ final class MQTTExchange: Sendable {
         var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
             if case .over = phase.withLock({ $0 }) { return nil }
-            let now = MonotonicClock.now()
+            let now = ticket.now()
             if now >= ticket.deadline || poll(&fds, 1, 0) > 0 {
                 let code = session.loopOnce(timeoutMs: 0)
                 return code == MosquittoError.success ? nil : MosquittoError.words(for: code)

@@ -257,8 +257,11 @@ public final class MQTTLink: StatusFeed {
         }
         logger.debug("trigger published on the warm link", metadata: ["topic": "\(config.triggerTopic)"])
         let timer = Task {
-            try? await Task.sleep(for: ticket.deadline.duration(since: MonotonicClock.now()))
-            guard !Task.isCancelled else { return }
+            do {
+                try await ticket.permit.clock.sleep(until: ticket.deadline)
+            } catch {
+                return
+            }
             ticket.report(.deadlineReached)
             ticket.finish()
         }

@@ -30,16 +30,19 @@ public struct OpeningPipeline: Sendable {
     /// The daemon's warm link: its status messages are evidence for this opening.
     let statusFeed: (any StatusFeed)?
     let interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>
+    let clock: any OpeningClock
     let logger: Logger
 
     public init(
         paths: RuntimePaths, adapters: AdapterFactory, statusFeed: (any StatusFeed)? = nil, logger: Logger,
-        interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError> = InterfaceTable.current
+        interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError> = InterfaceTable.current,
+        clock: any OpeningClock = SystemOpeningClock()
     ) {
         self.paths = paths
         self.adapters = adapters
         self.statusFeed = statusFeed
         self.interfaces = interfaces
+        self.clock = clock
         self.logger = logger
     }
 
@@ -82,12 +85,13 @@ public struct OpeningPipeline: Sendable {
         config: GateConfig, selection: AdapterSelection, recorder: OpeningRecorder, logger: Logger,
         onStateChange: (GateState, AdapterKind?) -> Void
     ) async -> (result: OpeningResult, resetAfter: Duration?) {
-        let openingStart = MonotonicClock.now()
-        let permit = TriggerPermit(relayActive: statusFeed?.relayActive ?? false) { at in recorder.recordTrigger(at: at) }
+        let clock = self.clock
+        let openingStart = clock.now()
+        let permit = TriggerPermit(relayActive: statusFeed?.relayActive ?? false, clock: clock) { at in recorder.recordTrigger(at: at) }
         let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)
         defer { continuation.finish() }
         let detach = statusFeed?.attach { report in
-            let at = MonotonicClock.now()
+            let at = clock.now()
             if permit.observe(report) { continuation.yield(.observed(report, at: at)) }
         }
         defer { detach?() }
@@ -111,7 +115,7 @@ public struct OpeningPipeline: Sendable {
                     permit.begin(attempt: attemptNumber, deadline: deadline)
                     let ticket = AttemptTicket(deadline: deadline, attempt: attemptNumber, permit: permit, inputs: continuation)
                     let cancel = adapters.make(kind, config: config, selection: selection, logger: logger).attempt(ticket)
-                    running = (attemptNumber, kind, ticket, cancel, Self.overdueTimer(attempt: attemptNumber, deadline: deadline, permit: permit, inputs: continuation))
+                    running = (attemptNumber, kind, ticket, cancel, Self.overdueTimer(attempt: attemptNumber, deadline: deadline, permit: permit, inputs: continuation, clock: clock))
                 case .stopAdapter(let kind):
                     if let current = running, current.kind == kind {
                         permit.close(attempt: current.number)
@@ -132,7 +136,7 @@ public struct OpeningPipeline: Sendable {
                         current.timer.cancel()
                         current.cancel()
                     }
-                    return (result, resetAt.map { $0.duration(since: MonotonicClock.now()) })
+                    return (result, resetAt.map { $0.duration(since: clock.now()) })
                 }
             }
             guard let current = running, let input = await iterator.next() else {
@@ -140,7 +144,7 @@ public struct OpeningPipeline: Sendable {
                 // adapter or finishes. Reported rather than trapped on an appliance.
                 logger.error("opening stopped without a result")
                 let result = OpeningResult(
-                    error: .allAdaptersFailed, adapter: nil, duration: MonotonicClock.now().duration(since: openingStart),
+                    error: .allAdaptersFailed, adapter: nil, duration: clock.now().duration(since: openingStart),
                     attempts: machine.attempts, explanation: "internal error: the opening stopped without a result"
                 )
                 return (result, .seconds(fromConfig: config.runtime.resetDelay))
@@ -155,7 +159,7 @@ public struct OpeningPipeline: Sendable {
                 pending = machine.handle(.observed(report, at: at))
             case .ended(let number):
                 guard number == current.number else { continue }
-                pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: MonotonicClock.now()))
+                pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now()))
             case .overdue(let number, let stage):
                 guard number == current.number else { continue }
                 if stage == 1 {
@@ -164,7 +168,7 @@ public struct OpeningPipeline: Sendable {
                     current.cancel()
                 } else {
                     logger.warning("adapter did not finish after its deadline", metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"])
-                    pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: MonotonicClock.now()))
+                    pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now()))
                 }
             }
         }
@@ -181,7 +185,7 @@ public struct OpeningPipeline: Sendable {
     /// or its trigger went unanswered.
     static func silentEnd(_ ticket: AttemptTicket, permit: TriggerPermit) -> AdapterEvent {
         let sent = permit.close(attempt: ticket.attempt)
-        if MonotonicClock.now() >= ticket.deadline {
+        if ticket.now() >= ticket.deadline {
             return sent ? .deadlineReached : .withheld(.budgetSpent(during: ticket.whatItWasDoing))
         }
         return sent ? .lost("the adapter stopped without an answer") : .unreachable("the adapter stopped before sending (\(ticket.whatItWasDoing))")
@@ -190,14 +194,16 @@ public struct OpeningPipeline: Sendable {
     /// At the deadline the permit closes (nothing is sent past it, whatever the
     /// attempt's thread is doing); after a grace the pipeline asks the attempt to
     /// finish, and after another decides without it.
-    static func overdueTimer(attempt: Int, deadline: MonotonicInstant, permit: TriggerPermit, inputs: AsyncStream<OpeningInput>.Continuation) -> Task<Void, Never> {
+    static func overdueTimer(
+        attempt: Int, deadline: MonotonicInstant, permit: TriggerPermit, inputs: AsyncStream<OpeningInput>.Continuation, clock: any OpeningClock
+    ) -> Task<Void, Never> {
         Task {
             do {
-                try await Task.sleep(for: deadline.duration(since: MonotonicClock.now()))
+                try await clock.sleep(until: deadline)
                 permit.close(attempt: attempt)
-                try await Task.sleep(for: overdueGrace)
+                try await clock.sleep(until: deadline + overdueGrace)
                 inputs.yield(.overdue(attempt: attempt, stage: 1))
-                try await Task.sleep(for: overdueGrace)
+                try await clock.sleep(until: deadline + overdueGrace + overdueGrace)
                 inputs.yield(.overdue(attempt: attempt, stage: 2))
             } catch {
                 return

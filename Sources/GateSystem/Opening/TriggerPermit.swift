@@ -26,14 +26,16 @@ public final class TriggerPermit: Sendable {
 
     private let state: Mutex<State>
     private let stamp: @Sendable (MonotonicInstant) -> Void
+    let clock: any OpeningClock
 
     /// - Parameters:
     ///   - relayActive: the relay is already known to be active (the daemon's link saw
     ///     a `1` without its `0`).
     ///   - stamp: records the trigger's time where the next opener will find it.
-    public init(relayActive: Bool = false, stamp: @escaping @Sendable (MonotonicInstant) -> Void) {
+    public init(relayActive: Bool = false, clock: any OpeningClock = SystemOpeningClock(), stamp: @escaping @Sendable (MonotonicInstant) -> Void) {
         self.state = Mutex(State(relayActive: relayActive))
         self.stamp = stamp
+        self.clock = clock
     }
 
     /// Opens the permit for a new attempt; closes the one before.
@@ -83,7 +85,7 @@ public final class TriggerPermit: Sendable {
             }
             if state.answered { return .relayAnswered }
             if state.relayActive { return .relayActive }
-            let now = MonotonicClock.now()
+            let now = clock.now()
             guard now < deadline else { return .budgetSpent(during: activity) }
             // Recorded before the send: a process killed between the two still leaves
             // the cooldown's start behind.
@@ -131,6 +133,11 @@ public struct AttemptTicket: Sendable {
         self.activity = Activity()
     }
 
+    /// The opening's clock: deadlines and event stamps are on it.
+    public func now() -> MonotonicInstant {
+        permit.clock.now()
+    }
+
     /// Says what the attempt does now ("resolving gate.local").
     public func doing(_ what: String) {
         activity.words.withLock { $0 = what }
@@ -149,12 +156,12 @@ public struct AttemptTicket: Sendable {
     }
 
     public func report(_ event: AdapterEvent) {
-        inputs.yield(.adapter(attempt: attempt, event, at: MonotonicClock.now()))
+        inputs.yield(.adapter(attempt: attempt, event, at: now()))
     }
 
     /// A non-retained status message, from the attempt's own subscription.
     public func observe(_ report: RelayObserver.Report) {
-        let at = MonotonicClock.now()
+        let at = now()
         if permit.observe(report) {
             inputs.yield(.observed(report, at: at))
         }

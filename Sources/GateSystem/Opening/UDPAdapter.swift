@@ -118,7 +118,7 @@ private struct UDPExchange {
     private func receive(on fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
-            let now = MonotonicClock.now()
+            let now = ticket.now()
             guard now < ticket.deadline else {
                 // What arrived while this thread was not running (a paused or starved
                 // process) is read before concluding "no answer": it is evidence.
