@@ -81,12 +81,30 @@ let package = Package(
             ],
             path: "esp32-sim"
         ),
+        // What the test targets share: the loopback socket, the broker and simulator
+        // fixtures, the gate runner, and the middle tier's hand-moved clock, scripted
+        // adapter, status feed and log capture.
+        .target(
+            name: "GateTestSupport",
+            dependencies: [
+                "GateCore",
+                "GateSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/GateTestSupport"
+        ),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
-        .testTarget(name: "GateSystemTests", dependencies: ["GateSystem", "GateCore", "Mosquitto", "Threading"]),
+        .testTarget(
+            name: "GateSystemTests",
+            dependencies: [
+                "GateSystem", "GateCore", "Mosquitto", "Threading", "GateTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",
-            dependencies: ["GateCore", "gate", "esp32-sim"]
+            dependencies: ["GateCore", "gate", "esp32-sim", "GateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

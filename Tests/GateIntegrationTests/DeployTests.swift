@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 
 /// The files in `deploy/` checked with the tools that will apply them on the Pi:
 /// systemd-analyze (verify, security), systemd-sysusers and systemd-tmpfiles against a

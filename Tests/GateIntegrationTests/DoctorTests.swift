@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

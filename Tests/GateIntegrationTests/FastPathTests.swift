@@ -1,5 +1,6 @@
 import Testing
 @testable import gate
+import GateTestSupport
 
 /// The fast reading of `gate open` (OpenRequest+FastPath) must mean exactly what
 /// ArgumentParser's reading means, for every form it accepts, and must leave

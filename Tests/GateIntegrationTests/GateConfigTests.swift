@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 
 /// Configuration errors stop everything before a trigger is sent.
 @Suite("Configuration from the command line", .serialized)

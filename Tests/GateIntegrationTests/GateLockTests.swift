@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 
 /// One environment (so one runtime folder: one lock, one status, one history)
 /// shared by every `gate` a test starts.

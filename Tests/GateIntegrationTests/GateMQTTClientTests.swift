@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 
 /// gate open's one MQTT client (libmosquitto) over plain TCP: a password file, and
 /// what it says about servers that are not the broker it expects.

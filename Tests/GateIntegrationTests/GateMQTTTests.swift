@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 
 private let triggerTopic = "iot/house/gate/esp32/trigger"
 private let statusTopic = "iot/house/gate/esp32/status"

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import GateTestSupport
 
 /// `gate status` and `--watch` against real openings of the real simulator (SPEC §3, §6).
 @Suite("gate status", .serialized)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GateTestSupport
 
 /// The helpers that start child processes must not keep this test process's descriptors
 /// open on the children's files once the children are done: Foundation's `Process` keeps

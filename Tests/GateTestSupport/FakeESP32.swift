@@ -3,11 +3,11 @@ import Foundation
 /// A UDP endpoint the test scripts by hand, standing where the ESP32 would be:
 /// it sees gate's trigger and the port it came from, so a test can answer, stay
 /// silent, or have a third party answer instead.
-final class FakeESP32 {
-    let fd: Int32
-    let port: UInt16
+public final class FakeESP32 {
+    public let fd: Int32
+    public let port: UInt16
 
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw GateRunner.Failure("socket: \(errno)") }
         var address = sockaddr_in()
@@ -34,7 +34,7 @@ final class FakeESP32 {
     }
 
     /// Waits for one datagram; returns its bytes and the sender's port.
-    func receive(within timeout: Duration) throws -> (bytes: [UInt8], fromPort: UInt16)? {
+    public func receive(within timeout: Duration) throws -> (bytes: [UInt8], fromPort: UInt16)? {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ms = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         guard poll(&pfd, 1, ms) == 1 else { return nil }
@@ -49,12 +49,12 @@ final class FakeESP32 {
     }
 
     /// Answers from the ESP32's own address and port.
-    func reply(_ bytes: [UInt8], toPort port: UInt16) throws {
+    public func reply(_ bytes: [UInt8], toPort port: UInt16) throws {
         try Self.send(bytes, from: fd, toPort: port)
     }
 
     /// Sends from a fresh socket: another port on the same host, not the ESP32.
-    static func spoof(_ bytes: [UInt8], toPort port: UInt16) throws {
+    public static func spoof(_ bytes: [UInt8], toPort port: UInt16) throws {
         let other = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(other) }
         try send(bytes, from: other, toPort: port)

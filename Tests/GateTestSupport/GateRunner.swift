@@ -2,14 +2,21 @@ import Foundation
 
 /// Runs the real `gate` binary built next to the test executable, the way a user
 /// or a script would, and captures what it printed.
-struct GateRun {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var wall: Duration
+public struct GateRun {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+    public var wall: Duration
+
+    public init(status: Int32, stdout: String, stderr: String, wall: Duration) {
+        self.status = status
+        self.stdout = stdout
+        self.stderr = stderr
+        self.wall = wall
+    }
 
     /// The single JSON object of `--json`, parsed.
-    func json() throws -> [String: Any] {
+    public func json() throws -> [String: Any] {
         let trimmed = stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.contains("\n") else { throw GateRunner.Failure("--json printed more than one line: \(stdout)") }
         guard let object = try JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any] else {
@@ -18,16 +25,16 @@ struct GateRun {
         return object
     }
 
-    var summary: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+    public var summary: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
 }
 
-enum GateRunner {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+public enum GateRunner {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
-    static func binary(_ name: String = "gate") throws -> URL {
+    public static func binary(_ name: String = "gate") throws -> URL {
         let testExecutable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let candidate = URL(fileURLWithPath: testExecutable).deletingLastPathComponent().appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
@@ -38,7 +45,7 @@ enum GateRunner {
 
     /// An environment without the user's own configuration, so that a test only ever
     /// reads the files it wrote.
-    static func isolatedEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
+    public static func isolatedEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         // Nothing of the machine's own: no config, no credentials, no desktop keyring.
         for key in ["GATE_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY",
@@ -56,26 +63,26 @@ enum GateRunner {
     }
 
     /// Runs `gate` with `arguments` and waits at most `timeout` (then kills it and fails).
-    static func run(_ arguments: [String], environment: [String: String] = isolatedEnvironment(), timeout: Duration = .seconds(30)) throws -> GateRun {
+    public static func run(_ arguments: [String], environment: [String: String] = isolatedEnvironment(), timeout: Duration = .seconds(30)) throws -> GateRun {
         let process = try start(arguments, environment: environment)
         return try process.finish(timeout: timeout)
     }
 
-    static func start(_ arguments: [String], environment: [String: String] = isolatedEnvironment()) throws -> RunningGate {
+    public static func start(_ arguments: [String], environment: [String: String] = isolatedEnvironment()) throws -> RunningGate {
         try RunningGate(arguments: arguments, environment: environment)
     }
 }
 
 /// A `gate` process that is still running, for tests that act while it waits.
-final class RunningGate {
-    let process = Process()
-    let directory: URL
+public final class RunningGate {
+    public let process = Process()
+    public let directory: URL
     private let stdoutURL: URL
     private let stderrURL: URL
     private let exited = DispatchSemaphore(value: 0)
     private let started = ContinuousClock.now
 
-    init(arguments: [String], environment: [String: String]) throws {
+    public init(arguments: [String], environment: [String: String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutURL = directory.appendingPathComponent("stdout")
@@ -94,9 +101,9 @@ final class RunningGate {
         closeFileStreams(of: process)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
-    func finish(timeout: Duration) throws -> GateRun {
+    public func finish(timeout: Duration) throws -> GateRun {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         if exited.wait(timeout: .now() + seconds) == .timedOut {
             process.interrupt()
@@ -116,11 +123,11 @@ final class RunningGate {
 }
 
 /// A configuration file in a fresh temporary folder.
-struct TestConfig {
-    let directory: URL
-    let path: String
+public struct TestConfig {
+    public let directory: URL
+    public let path: String
 
-    init(_ text: String) throws {
+    public init(_ text: String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("gate.toml").path
@@ -128,7 +135,7 @@ struct TestConfig {
     }
 
     /// `[udp]` pointing at a host and port, with optional extra lines.
-    static func udp(host: String, port: UInt16, extra: String = "") throws -> TestConfig {
+    public static func udp(host: String, port: UInt16, extra: String = "") throws -> TestConfig {
         try TestConfig("""
             [udp]
             host = "\(host)"

@@ -8,21 +8,21 @@ import Glibc
 // and veth pairs created directly inside the namespaces (never in the machine's own one).
 // Deleting a namespace destroys the veths in it, and with each its peer.
 
-enum NetNS {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+public enum NetNS {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
     static let ipTool = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
     static let tcTool = ["/usr/sbin/tc", "/sbin/tc"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/tc"
     /// Every namespace of these tests starts with this, then the pid of the test process.
-    static let prefix = "gatechaos-"
+    public static let prefix = "gatechaos-"
 
     /// Runs `ip ARGUMENTS`; throws with ip's own words unless it exits 0.
     @discardableResult
-    static func ip(_ arguments: [String]) throws -> String {
+    public static func ip(_ arguments: [String]) throws -> String {
         let run = try MosquittoBroker.runTool(ipTool, arguments, timeout: .seconds(10))
         guard run.status == 0 else {
             throw Failure("ip \(arguments.joined(separator: " ")): exit \(run.status): \(run.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
@@ -31,14 +31,14 @@ enum NetNS {
     }
 
     /// The names of the namespaces that exist now.
-    static func list() -> [String] {
+    public static func list() -> [String] {
         let text = (try? ip(["netns", "list"])) ?? ""
         return text.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
     }
 
     /// Why network namespaces cannot be made here, or nil when they can: probed once, by
     /// making a namespace with a veth pair and deleting it.
-    static let unavailableReason: String? = {
+    public static let unavailableReason: String? = {
         guard geteuid() == 0 else { return "network namespaces need root (ip netns add), and the tests do not run as root" }
         guard FileManager.default.isExecutableFile(atPath: ipTool) else { return "no ip(8) (iproute2) on this machine" }
         sweepStale()
@@ -70,7 +70,7 @@ enum NetNS {
     /// Whether the kernel has `tc qdisc netem`. On the machine these tests were written on it
     /// has not ("Specified qdisc kind is unknown": no sch_netem module, and no module can be
     /// loaded), which is why the link is impaired by `ChaosRelay` in user space.
-    static func netemProbe(namespace: String, device: String) -> String {
+    public static func netemProbe(namespace: String, device: String) -> String {
         guard FileManager.default.isExecutableFile(atPath: tcTool) else { return "unavailable: no tc(8)" }
         guard let run = try? MosquittoBroker.runTool(tcTool, ["-n", namespace, "qdisc", "add", "dev", device, "root", "netem", "delay", "200ms"]) else {
             return "unavailable: tc did not run"
@@ -101,19 +101,19 @@ enum NetNS {
 
 /// The namespaces of one test. `tearDown()` (also run by `deinit`) deletes them all; call it
 /// from a `defer` after stopping the processes that run inside.
-final class NamespaceSet {
+public final class NamespaceSet {
     /// Part of every name: the test process's pid and a random tag.
     let tag: String
     private(set) var names: [String] = []
 
-    init() {
+    public init() {
         tag = "\(getpid())-\(UUID().uuidString.prefix(6).lowercased())"
     }
 
     deinit { tearDown() }
 
     /// A fresh namespace `gatechaos-PID-TAG-ROLE`, with its loopback up.
-    func add(_ role: String) throws -> String {
+    public func add(_ role: String) throws -> String {
         let name = "\(NetNS.prefix)\(tag)-\(role)"
         try NetNS.ip(["netns", "add", name])
         names.append(name)
@@ -123,7 +123,7 @@ final class NamespaceSet {
 
     /// A veth pair from `a` to `b` (the same namespace twice is allowed), each end with an
     /// optional address (CIDR) and up.
-    func connect(_ a: String, _ aDevice: String, _ aAddress: String?, to b: String, _ bDevice: String, _ bAddress: String?) throws {
+    public func connect(_ a: String, _ aDevice: String, _ aAddress: String?, to b: String, _ bDevice: String, _ bAddress: String?) throws {
         try NetNS.ip(["link", "add", aDevice, "netns", a, "type", "veth", "peer", "name", bDevice, "netns", b])
         for (namespace, device, address) in [(a, aDevice, aAddress), (b, bDevice, bAddress)] {
             if let address { try NetNS.ip(["-n", namespace, "addr", "add", address, "dev", device]) }
@@ -133,7 +133,7 @@ final class NamespaceSet {
 
     /// Deletes every namespace of this set (and so their veths); errors are ignored, as
     /// this runs in `defer` and `deinit`.
-    func tearDown() {
+    public func tearDown() {
         for name in names.reversed() {
             _ = try? NetNS.ip(["netns", "del", name])
         }
@@ -141,7 +141,7 @@ final class NamespaceSet {
     }
 
     /// Namespaces of this set that still exist (empty after `tearDown`).
-    func leftovers() -> [String] {
+    public func leftovers() -> [String] {
         NetNS.list().filter { $0.contains(tag) }
     }
 }
@@ -149,14 +149,14 @@ final class NamespaceSet {
 /// A long-running program inside a namespace (`ip netns exec NS PROGRAM …`, which execs, so
 /// the pid is the program's), with its output in files and the test-process watchdog of
 /// `MosquittoBroker.Child`: it is SIGKILLed if the test process dies first.
-final class NamespacedProcess {
-    let namespace: String
-    let directory: URL
+public final class NamespacedProcess {
+    public let namespace: String
+    public let directory: URL
     let stdoutPath: String
     let stderrPath: String
     private let child: MosquittoBroker.Child
 
-    init(namespace: String, executable: String, arguments: [String]) throws {
+    public init(namespace: String, executable: String, arguments: [String]) throws {
         self.namespace = namespace
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-proc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -173,13 +173,13 @@ final class NamespacedProcess {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    var pid: Int32 { child.pid }
-    var isRunning: Bool { child.isRunning }
+    public var pid: Int32 { child.pid }
+    public var isRunning: Bool { child.isRunning }
     var stdoutText: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
-    var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    public var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Polls until `condition` holds; throws (with the output) if the process exits or the time runs out.
-    func wait(for what: String, timeout: Duration = .seconds(15), _ condition: () -> Bool) throws {
+    public func wait(for what: String, timeout: Duration = .seconds(15), _ condition: () -> Bool) throws {
         let deadline = ContinuousClock.now + timeout
         while !condition() {
             guard child.isRunning else {
@@ -193,17 +193,17 @@ final class NamespacedProcess {
     }
 
     /// SIGTERM, then SIGKILL after `grace`.
-    func stop(grace: Duration = .seconds(3)) {
+    public func stop(grace: Duration = .seconds(3)) {
         child.terminate(grace: grace)
     }
 }
 
 /// `esp32-sim` inside a namespace, started with a trigger log; ready once it printed `ready`.
-final class NamespacedSimulator {
-    let process: NamespacedProcess
-    let triggerLogPath: String
+public final class NamespacedSimulator {
+    public let process: NamespacedProcess
+    public let triggerLogPath: String
 
-    init(namespace: String, udp: String, _ extraArguments: [String] = []) throws {
+    public init(namespace: String, udp: String, _ extraArguments: [String] = []) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         triggerLogPath = directory.appendingPathComponent("triggers.jsonl").path
@@ -218,21 +218,21 @@ final class NamespacedSimulator {
     }
 
     /// The trigger log's lines: one per relay activation.
-    func activations() -> [String] {
+    public func activations() -> [String] {
         ((try? String(contentsOfFile: triggerLogPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    func stop() { process.stop() }
+    public func stop() { process.stop() }
 }
 
 /// mosquitto inside a namespace, on that namespace's own 127.0.0.1 (a fixed port is safe:
 /// nothing else lives there).
-final class NamespacedBroker {
-    let process: NamespacedProcess
-    let port: UInt16
+public final class NamespacedBroker {
+    public let process: NamespacedProcess
+    public let port: UInt16
     let logFile: String
 
-    init(namespace: String, port: UInt16 = 1883) throws {
+    public init(namespace: String, port: UInt16 = 1883) throws {
         self.port = port
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -255,14 +255,14 @@ final class NamespacedBroker {
         }
     }
 
-    var logText: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+    public var logText: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
-    func stop() { process.stop() }
+    public func stop() { process.stop() }
 }
 
 /// `gate` run once inside a namespace, like `GateRunner.run`.
-enum ChaosGate {
-    static func run(
+public enum ChaosGate {
+    public static func run(
         in namespace: String, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)
     ) throws -> GateRun {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-run-\(UUID().uuidString)")

@@ -9,18 +9,18 @@ import Glibc
 /// Arrival times are the kernel's receive timestamps (SO_TIMESTAMPNS), not the time this
 /// thread got around to reading: on a loaded machine a late read would otherwise shrink the
 /// measured gap between 0x01 and 0x00 below the hold the device really kept.
-final class UDPProbe {
-    struct Datagram: Equatable {
-        let bytes: [UInt8]
+public final class UDPProbe {
+    public struct Datagram: Equatable {
+        public let bytes: [UInt8]
         /// Wall clock (CLOCK_REALTIME) since the Unix epoch, comparable with `UDPProbe.now()`.
-        let arrival: Duration
+        public let arrival: Duration
         /// `127.0.0.1:8080` / `[::1]:8080`.
-        let from: String
+        public let from: String
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ operation: String, _ code: Int32 = errno) {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ operation: String, _ code: Int32 = errno) {
             description = "\(operation): \(String(cString: strerror(code)))"
         }
     }
@@ -29,15 +29,15 @@ final class UDPProbe {
     /// macro expression Swift cannot import.
     private static let soTimestampNS: Int32 = 35
 
-    let host: String
-    let port: UInt16
+    public let host: String
+    public let port: UInt16
     private let fd: Int32
     private let target: sockaddr_storage
     private let targetLength: socklen_t
 
     /// A socket of the family of `host` (an IPv4 or IPv6 literal, no brackets), bound to an
     /// ephemeral port of the matching loopback/wildcard address.
-    init(host: String, port: UInt16) throws {
+    public init(host: String, port: UInt16) throws {
         self.host = host
         self.port = port
         var storage = sockaddr_storage()
@@ -86,7 +86,7 @@ final class UDPProbe {
     }
 
     /// CLOCK_REALTIME now, in the same scale as `Datagram.arrival`.
-    static func now() -> Duration {
+    public static func now() -> Duration {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
@@ -107,13 +107,13 @@ final class UDPProbe {
     }
 
     /// This probe's address as the simulator reports senders: `127.0.0.1:PORT`, `[::1]:PORT`.
-    func localEndpoint() throws -> String {
+    public func localEndpoint() throws -> String {
         host.contains(":") ? "[\(host)]:\(try localPort())" : "\(host):\(try localPort())"
     }
 
     /// Sends one datagram to the target; returns the wall-clock time just before sending.
     @discardableResult
-    func send(_ bytes: [UInt8]) throws -> Duration {
+    public func send(_ bytes: [UInt8]) throws -> Duration {
         let sentAt = Self.now()
         var target = self.target
         let sent = withUnsafeBytes(of: &target) { raw in
@@ -125,7 +125,7 @@ final class UDPProbe {
 
     /// Datagrams that arrive within `timeout`, returning early once `count` have come.
     /// ICMP errors (nobody listening) are skipped: to a test they mean "no answer".
-    func receive(count: Int = .max, within timeout: Duration) throws -> [Datagram] {
+    public func receive(count: Int = .max, within timeout: Duration) throws -> [Datagram] {
         let deadline = ContinuousClock.now + timeout
         var received: [Datagram] = []
         while received.count < count {
@@ -143,7 +143,7 @@ final class UDPProbe {
     }
 
     /// Everything that arrives within `timeout`: for "nothing (more) must come" checks.
-    func receiveAll(within timeout: Duration) throws -> [Datagram] {
+    public func receiveAll(within timeout: Duration) throws -> [Datagram] {
         try receive(count: .max, within: timeout)
     }
 

@@ -17,12 +17,12 @@ import Glibc
 /// false and `udpPort` 0. With MQTT, `ready` means the broker acknowledged the subscription. Its stderr goes to a file (never a pipe that could fill up and
 /// stall it); its trigger log is a fresh file in a per-simulator temporary folder, removed
 /// together with the process in `deinit`.
-final class Simulator {
-    enum Termination: Equatable, CustomStringConvertible {
+public final class Simulator {
+    public enum Termination: Equatable, CustomStringConvertible {
         case exited(Int32)
         case signalled(Int32)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .exited(let code): "exit \(code)"
             case .signalled(let signal): "signal \(signal)"
@@ -31,32 +31,32 @@ final class Simulator {
     }
 
     /// One line of the trigger log.
-    struct Activation: Decodable, Equatable {
-        let via: String
-        let at: String
-        let from: String?
-        let payload: String?
+    public struct Activation: Decodable, Equatable {
+        public let via: String
+        public let at: String
+        public let from: String?
+        public let payload: String?
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    let arguments: [String]
+    public let arguments: [String]
     /// The address to send triggers to, without brackets (`127.0.0.1`, `::1`).
     /// Empty, and `udpPort` 0, when `--fault udp-off` left UDP out.
-    let udpHost: String
-    let udpPort: UInt16
-    var listensOnUDP: Bool { udpPort != 0 }
+    public let udpHost: String
+    public let udpPort: UInt16
+    public var listensOnUDP: Bool { udpPort != 0 }
     /// The MQTT client id (`esp32-sim-` + 8 hex digits) when MQTT is enabled.
-    let mqttClientID: String?
+    public let mqttClientID: String?
     /// `HOST:PORT` / `[HOST]:PORT`, as in the gate's configuration and the sim's log.
-    var udpEndpoint: String { udpHost.contains(":") ? "[\(udpHost)]:\(udpPort)" : "\(udpHost):\(udpPort)" }
-    let triggerLogPath: String
-    let directory: URL
+    public var udpEndpoint: String { udpHost.contains(":") ? "[\(udpHost)]:\(udpPort)" : "\(udpHost):\(udpPort)" }
+    public let triggerLogPath: String
+    public let directory: URL
     let stderrPath: String
     /// Everything the simulator printed on stdout up to and including `ready`.
-    let stdoutBeforeReady: String
+    public let stdoutBeforeReady: String
 
     private let process: Process
     /// Our end of the simulator's stdout: read until `ready`, then left open (a later line must
@@ -66,7 +66,7 @@ final class Simulator {
 
     /// What /proc/self/fd shows for our end of the stdout pipe (`pipe:[inode]`): a pipe's
     /// inode is not reused while any end is open, so a test can look for it after `deinit`.
-    var stdoutPipeName: String? {
+    public var stdoutPipeName: String? {
         try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(stdoutReader.fileDescriptor)")
     }
     private var termination: Termination?
@@ -75,7 +75,7 @@ final class Simulator {
     /// and `extraArguments`, and returns once it printed `ready`. `environment` is added to
     /// the test's own (`ESP32_SIM_MQTT_PASSWORD` is passed only when given here). The
     /// default timeout outlasts the simulator's own 10 s limit for the first MQTT connection.
-    init(
+    public init(
         _ extraArguments: [String] = [], udp: String = "127.0.0.1:0", environment: [String: String] = [:],
         readyTimeout: Duration = .seconds(15)
     ) throws {
@@ -146,10 +146,10 @@ final class Simulator {
     }
 
     /// The simulator's stderr so far.
-    var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    public var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// The raw lines of the trigger log (empty when the file does not exist yet).
-    func triggerLogLines() throws -> [String] {
+    public func triggerLogLines() throws -> [String] {
         guard FileManager.default.fileExists(atPath: triggerLogPath) else { return [] }
         return try String(contentsOfFile: triggerLogPath, encoding: .utf8)
             .split(separator: "\n", omittingEmptySubsequences: false)
@@ -158,7 +158,7 @@ final class Simulator {
     }
 
     /// The trigger log, one entry per relay activation; throws if a line is not valid JSON.
-    func activations() throws -> [Activation] {
+    public func activations() throws -> [Activation] {
         let text = FileManager.default.fileExists(atPath: triggerLogPath)
             ? try String(contentsOfFile: triggerLogPath, encoding: .utf8) : ""
         guard text.isEmpty || text.hasSuffix("\n") else {
@@ -169,14 +169,14 @@ final class Simulator {
         }
     }
 
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
-    func send(signal: Int32) {
+    public func send(signal: Int32) {
         Glibc.kill(process.processIdentifier, signal)
     }
 
     /// Waits (bounded) for the process to end by itself.
-    func waitForExit(timeout: Duration = .seconds(10)) -> Termination? {
+    public func waitForExit(timeout: Duration = .seconds(10)) -> Termination? {
         if let termination { return termination }
         guard exited.wait(timeout: dispatchDeadline(after: timeout)) == .success
         else { return nil }
@@ -189,7 +189,7 @@ final class Simulator {
     /// SIGTERM (or `signal`), then waits up to `timeout`; SIGKILL and a thrown error if the
     /// simulator does not stop in time.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(10)) throws -> Termination {
+    public func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(10)) throws -> Termination {
         if let termination { return termination }
         send(signal: signal)
         guard let result = waitForExit(timeout: timeout) else {
@@ -200,7 +200,7 @@ final class Simulator {
     }
 
     /// Runs `esp32-sim` with exactly `arguments` to completion (usage errors, `--help`).
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(15)) throws
+    public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(15)) throws
         -> (termination: Termination, stdout: String, stderr: String)
     {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("esp32-sim-\(UUID().uuidString)")
@@ -231,7 +231,7 @@ final class Simulator {
 
     /// The built `esp32-sim`: `$ESP32_SIM_BINARY`, else next to the test executable
     /// (SwiftPM puts all products of a build in one folder, e.g. `.build/debug`).
-    static func binary() throws -> URL {
+    public static func binary() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["ESP32_SIM_BINARY"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
@@ -289,14 +289,14 @@ private func dispatchDeadline(after timeout: Duration) -> DispatchTime {
 
 /// A UDP port that was free a moment ago. Racy by nature (someone else may take it before
 /// it is used); prefer port 0 and `Simulator.udpPort`. Useful for "nobody listens here".
-func freeUDPPort(host: String = "127.0.0.1") throws -> UInt16 {
+public func freeUDPPort(host: String = "127.0.0.1") throws -> UInt16 {
     let probe = try UDPProbe(host: host, port: 9)
     return try probe.localPort()
 }
 
 /// True when a datagram to 127.0.0.1:`port` draws ICMP port unreachable (a connected UDP
 /// socket reports it as ECONNREFUSED), i.e. nothing listens there.
-func udpPortRefuses(_ port: UInt16) throws -> Bool {
+public func udpPortRefuses(_ port: UInt16) throws -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

@@ -17,19 +17,25 @@ import Foundation
 /// subscribes again once the broker is back (`waitUntilSubscribed()` tells when); messages
 /// published while it was away are lost. The restarted broker holds no retained messages
 /// (`persistence false`).
-final class MQTTRecorder: @unchecked Sendable {
-    struct Message: Equatable, Sendable, CustomStringConvertible {
-        var topic: String
-        var payload: [UInt8]
-        var retained: Bool
-        var text: String { String(decoding: payload, as: UTF8.self) }
-        var description: String { "\(retained ? "[retained] " : "")\(topic) \(text)" }
+public final class MQTTRecorder: @unchecked Sendable {
+    public struct Message: Equatable, Sendable, CustomStringConvertible {
+        public var topic: String
+        public var payload: [UInt8]
+        public var retained: Bool
+        public var text: String { String(decoding: payload, as: UTF8.self) }
+        public var description: String { "\(retained ? "[retained] " : "")\(topic) \(text)" }
+
+        public init(topic: String, payload: [UInt8], retained: Bool) {
+            self.topic = topic
+            self.payload = payload
+            self.retained = retained
+        }
     }
 
     /// Topics under this prefix are the recorders' readiness markers: never reported.
-    static let markerPrefix = "gate-test-recorder/"
+    public static let markerPrefix = "gate-test-recorder/"
 
-    let filter: String
+    public let filter: String
     private let directory: URL
     private let outputFile: URL
     private let errorFile: URL
@@ -45,7 +51,7 @@ final class MQTTRecorder: @unchecked Sendable {
     /// Starts `mosquitto_sub -t filter` and returns once it has provably subscribed: a marker
     /// published (again and again, with the broker's default credentials) came back to it.
     /// Throws if mosquitto_sub cannot connect (wrong CA, wrong password…).
-    init(
+    public init(
         _ broker: MosquittoBroker, topic filter: String = "#",
         credentials: MosquittoBroker.Credentials = .brokerDefault, trust: MosquittoBroker.Trust = .brokerCA,
         readyWithin timeout: Duration = .seconds(10)
@@ -80,7 +86,7 @@ final class MQTTRecorder: @unchecked Sendable {
 
     /// Waits (bounded) until mosquitto_sub is subscribed again, e.g. after the broker's
     /// `restart()`: publishes a fresh marker until it comes back.
-    func waitUntilSubscribed(within timeout: Duration = .seconds(10)) throws {
+    public func waitUntilSubscribed(within timeout: Duration = .seconds(10)) throws {
         try handshake(within: timeout, strict: false)
     }
 
@@ -114,7 +120,7 @@ final class MQTTRecorder: @unchecked Sendable {
     }
 
     /// Stops mosquitto_sub for good (SIGTERM, then SIGKILL). What it recorded stays readable.
-    func stop() {
+    public func stop() {
         let current = lock.withLock {
             stopped = true
             return child
@@ -122,7 +128,7 @@ final class MQTTRecorder: @unchecked Sendable {
         current.terminate(grace: .seconds(2))
     }
 
-    var isRunning: Bool { lock.withLock { child.isRunning } }
+    public var isRunning: Bool { lock.withLock { child.isRunning } }
 
     /// How often mosquitto_sub had exited (broker gone) and was started again.
     var respawns: Int { lock.withLock { respawnCount } }
@@ -152,21 +158,21 @@ final class MQTTRecorder: @unchecked Sendable {
     }
 
     /// What mosquitto_sub printed on stderr (connection errors…).
-    var errorText: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
+    public var errorText: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
 
     /// Every message seen so far, in arrival order, markers excluded.
-    var received: [Message] { allRecords().filter { !$0.topic.hasPrefix(Self.markerPrefix) } }
+    public var received: [Message] { allRecords().filter { !$0.topic.hasPrefix(Self.markerPrefix) } }
 
     /// Messages seen on exactly `topic`.
-    func received(topic: String) -> [Message] { received.filter { $0.topic == topic } }
+    public func received(topic: String) -> [Message] { received.filter { $0.topic == topic } }
 
     /// Payloads (as UTF-8 text) seen on exactly `topic`.
-    func messages(topic: String) -> [String] { received(topic: topic).map(\.text) }
+    public func messages(topic: String) -> [String] { received(topic: topic).map(\.text) }
 
     /// Waits (bounded) until at least `count` messages arrived on `topic`; returns the payloads
     /// seen by then, fewer than `count` on timeout.
     @discardableResult
-    func waitForMessages(topic: String, count: Int = 1, within timeout: Duration = .seconds(5)) -> [String] {
+    public func waitForMessages(topic: String, count: Int = 1, within timeout: Duration = .seconds(5)) -> [String] {
         let deadline = ContinuousClock.now + timeout
         while true {
             let seen = messages(topic: topic)

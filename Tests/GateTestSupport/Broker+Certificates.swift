@@ -6,7 +6,7 @@ import Foundation
 
 extension MosquittoBroker {
     /// PEM paths of a CA and a server certificate it signed (SAN IP:127.0.0.1, DNS:localhost).
-    struct TLSFiles: Sendable {
+    public struct TLSFiles: Sendable {
         var caCertificate: String
         var caKey: String
         var serverCertificate: String
@@ -58,7 +58,7 @@ extension MosquittoBroker {
     }
 
     /// Another CA, unrelated to any broker's: for "wrong CA" tests. Returns its certificate's path.
-    static func makeUnrelatedCA(in directory: URL) throws -> String {
+    public static func makeUnrelatedCA(in directory: URL) throws -> String {
         try makeCA(in: directory, name: "unrelated-ca-\(UUID().uuidString)", commonName: "gate-test-unrelated-ca").certificate
     }
 

@@ -24,54 +24,56 @@ import Glibc
 /// too, as with netem's jitter); then, with probability `duplicate`, a copy follows up to
 /// `duplicateLag` later. Payloads are never changed. Everything is recorded per gate socket
 /// (`Session`), with the times of delivery, so a test can tell what gate saw.
-final class ChaosRelay: @unchecked Sendable {
-    struct Impairment: Sendable, CustomStringConvertible {
-        var loss = 0.30
-        var delay = Duration.milliseconds(200)
-        var jitter = Duration.milliseconds(100)
-        var reorder = 0.25
-        var duplicate = 0.10
+public final class ChaosRelay: @unchecked Sendable {
+    public struct Impairment: Sendable, CustomStringConvertible {
+        public var loss = 0.30
+        public var delay = Duration.milliseconds(200)
+        public var jitter = Duration.milliseconds(100)
+        public var reorder = 0.25
+        public var duplicate = 0.10
         /// The largest extra delay of a duplicate. Keep it below the simulator's hold: a copy
         /// of a trigger then arrives while the relay is held and is ignored (SPEC §8), as the
         /// real ESP32 does; the invariant under test is that gate never *sends* twice.
-        var duplicateLag = Duration.milliseconds(10)
+        public var duplicateLag = Duration.milliseconds(10)
 
-        var description: String {
+        public init() {}
+
+        public var description: String {
             "loss \(Int(loss * 100)) %, delay \(delay.chaosMilliseconds) ms ± \(jitter.chaosMilliseconds) ms (uniform), "
                 + "reorder \(Int(reorder * 100)) % (sent at once), duplicate \(Int(duplicate * 100)) % (copy ≤ \(duplicateLag.chaosMilliseconds) ms later)"
         }
     }
 
     /// One datagram handed on by the relay.
-    struct Delivery: Sendable {
+    public struct Delivery: Sendable {
         /// When it was sent on, relative to the session's first datagram from gate.
-        let at: Duration
-        let bytes: [UInt8]
+        public let at: Duration
+        public let bytes: [UInt8]
         /// The order in which the relay received the original (0, 1, …, per direction).
         let sequence: Int
         let isCopy: Bool
     }
 
     /// Everything that passed for one gate socket, i.e. one `gate open`.
-    struct Session: Sendable {
-        let gate: String
+    public struct Session: Sendable {
+        public let gate: String
         /// Every datagram gate sent, as received (before any impairment).
-        var fromGate: [[UInt8]] = []
+        public var fromGate: [[UInt8]] = []
         /// What reached the simulator, copies included.
-        var toESP: [Delivery] = []
+        public var toESP: [Delivery] = []
         /// Every datagram the simulator answered, as received.
-        var fromESP: [[UInt8]] = []
+        public var fromESP: [[UInt8]] = []
         /// What reached gate, copies included, in the order sent (a veth keeps the order).
-        var toGate: [Delivery] = []
-        var dropped = 0
-        var duplicated = 0
+        public var toGate: [Delivery] = []
+        public var dropped = 0
+        public var duplicated = 0
 
         /// Datagrams from gate that carry the trigger byte.
-        var triggersFromGate: Int { fromGate.filter { $0.first == 0x01 }.count }
-        var triggersToESP: Int { toESP.filter { $0.bytes.first == 0x01 }.count }
+        public var triggersFromGate: Int { fromGate.filter { $0.first == 0x01 }.count }
+        public var triggersToESP: Int { toESP.filter { $0.bytes.first == 0x01 }.count }
         /// Deliveries to gate that overtook an answer the simulator had sent earlier.
-        var reorderedToGate: Int { Self.overtaking(toGate) }
-        var reorderedToESP: Int { Self.overtaking(toESP) }
+        public var reorderedToGate: Int { Self.overtaking(toGate) }
+        public var reorderedToESP: Int { Self.overtaking(toESP) }
 
         private static func overtaking(_ deliveries: [Delivery]) -> Int {
             var highest = -1, count = 0
@@ -83,28 +85,28 @@ final class ChaosRelay: @unchecked Sendable {
         }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
-    let impairment: Impairment
-    let seed: UInt64
+    public let impairment: Impairment
+    public let seed: UInt64
 
     private struct Scheduled {
         let due: ContinuousClock.Instant
-        let order: Int
-        let session: Int
+        public let order: Int
+        public let session: Int
         let towardsGate: Bool
-        let bytes: [UInt8]
+        public let bytes: [UInt8]
         let sequence: Int
         let isCopy: Bool
     }
 
     private struct SessionSocket {
-        let fd: Int32
-        let gate: sockaddr_in
-        let started: ContinuousClock.Instant
+        public let fd: Int32
+        public let gate: sockaddr_in
+        public let started: ContinuousClock.Instant
         var receivedFromGate = 0
         var receivedFromESP = 0
     }
@@ -131,7 +133,7 @@ final class ChaosRelay: @unchecked Sendable {
 
     /// Starts the relay in `namespace`: listening on `listen`, forwarding to `esp` from
     /// sockets bound to `outbound` (an address of the relay namespace on the ESP32's side).
-    init(namespace: String, listen: (host: String, port: UInt16), esp: (host: String, port: UInt16), outbound: String,
+    public init(namespace: String, listen: (host: String, port: UInt16), esp: (host: String, port: UInt16), outbound: String,
          impairment: Impairment = Impairment(), seed: UInt64) throws {
         self.impairment = impairment
         self.seed = seed
@@ -178,7 +180,7 @@ final class ChaosRelay: @unchecked Sendable {
     }
 
     /// Stops the thread and closes every socket. Safe to call twice.
-    func stop() {
+    public func stop() {
         let wasRunning = lock.withLock { () -> Bool in
             defer { running = false }
             return running
@@ -197,18 +199,18 @@ final class ChaosRelay: @unchecked Sendable {
     }
 
     /// Marks every session so far as over; call between openings, once the relay is quiet.
-    func beginOpening() {
+    public func beginOpening() {
         lock.withLock { firstOpenSession = sockets.count }
     }
 
     /// A copy of every session so far, oldest first.
-    func sessions() -> [Session] {
+    public func sessions() -> [Session] {
         lock.withLock { records }
     }
 
     /// Waits until nothing is scheduled and nothing arrived for `quiet`; false at `timeout`.
     @discardableResult
-    func waitUntilQuiet(_ quiet: Duration = .milliseconds(250), timeout: Duration = .seconds(5)) -> Bool {
+    public func waitUntilQuiet(_ quiet: Duration = .milliseconds(250), timeout: Duration = .seconds(5)) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let settled = lock.withLock { queue.isEmpty && ContinuousClock.now - lastActivity >= quiet }
@@ -372,7 +374,7 @@ final class ChaosRelay: @unchecked Sendable {
 
     // MARK: - Sockets
 
-    static func address(_ host: String, _ port: UInt16) -> sockaddr_in {
+    public static func address(_ host: String, _ port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -411,7 +413,7 @@ extension ChaosRelay.Session {
     /// Gate started its budget a little before the relay saw the trigger, so a datagram
     /// delivered within `budget - margin` of that is surely inside the budget and one after
     /// `budget` surely outside.
-    func expectedExit(budget: Duration, margin: Duration = .milliseconds(500)) -> Int32? {
+    public func expectedExit(budget: Duration, margin: Duration = .milliseconds(500)) -> Int32? {
         var activated = false
         for delivery in toGate {
             // Just after the budget a byte may still be read: gate drains what has
@@ -441,12 +443,12 @@ extension ChaosRelay.Session {
 }
 
 /// A small seeded generator, so that a chaos run can be repeated with its printed seed.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -461,7 +463,7 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
 
 extension Duration {
     /// Whole milliseconds (truncated).
-    var chaosMilliseconds: Int64 {
+    public var chaosMilliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }

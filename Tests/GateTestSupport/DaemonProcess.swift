@@ -5,7 +5,7 @@ import Glibc
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of the daemon's start and of the
 /// button edges' kernel timestamps (the daemon reads both with clock_gettime too).
-func monotonicNowNs() -> UInt64 {
+public func monotonicNowNs() -> UInt64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
@@ -14,7 +14,7 @@ func monotonicNowNs() -> UInt64 {
 /// Polls `condition` every 20 ms until it holds or `timeout` passes; true when it held.
 /// The only way these tests wait: for an observable condition, with a deadline.
 @discardableResult
-func waitUntil(_ timeout: Duration = .seconds(15), _ condition: () throws -> Bool) rethrows -> Bool {
+public func waitUntil(_ timeout: Duration = .seconds(15), _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
         if try condition() { return true }
@@ -33,28 +33,28 @@ func waitUntil(_ timeout: Duration = .seconds(15), _ condition: () throws -> Boo
 ///     try daemon.waitForReady()
 ///     daemon.waitForSettling()
 ///     try daemon.press()
-final class DaemonProcess {
+public final class DaemonProcess {
     /// How a child process ended; the simulator's type, shared.
-    typealias Termination = Simulator.Termination
+    public typealias Termination = Simulator.Termination
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
-    enum EdgeKind: UInt32 {
+    public enum EdgeKind: UInt32 {
         case rising = 1
         case falling = 2
     }
 
-    let directory: URL
+    public let directory: URL
     /// The FIFO given to `--button-events` (made with mkfifo), or nil when not used.
     let fifoPath: String?
     let stderrPath: String
-    let environment: [String: String]
-    let arguments: [String]
+    public let environment: [String: String]
+    public let arguments: [String]
     /// CLOCK_MONOTONIC just before the spawn: the daemon's own start instant is later.
-    let spawnedNs: UInt64
+    public let spawnedNs: UInt64
     /// CLOCK_MONOTONIC when this test first saw "daemon ready": the daemon's start instant
     /// (taken first thing in `Daemon.run`) is earlier.
     private(set) var readySeenNs: UInt64?
@@ -69,7 +69,7 @@ final class DaemonProcess {
     /// Starts `gate daemon --config CONFIG [--button-events FIFO] EXTRA`. With `buttonFIFO`
     /// a fresh FIFO is made for the button; `environment` is taken as is, minus any systemd
     /// variables the test process itself may have inherited (`notify` adds them back).
-    init(
+    public init(
         config: String, environment: [String: String], buttonFIFO: Bool = true,
         extraArguments: [String] = [], notify: [String: String] = [:]
     ) throws {
@@ -120,20 +120,20 @@ final class DaemonProcess {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { termination == nil && process.isRunning }
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { termination == nil && process.isRunning }
 
     /// Everything the daemon logged so far.
-    var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// The log lines that contain every one of `needles`.
-    func logLines(containing needles: String...) -> [String] {
+    public func logLines(containing needles: String...) -> [String] {
         log.split(separator: "\n").map(String.init).filter { line in needles.allSatisfy { line.contains($0) } }
     }
 
     /// Waits until at least `count` log lines contain every one of `needles`.
     @discardableResult
-    func waitForLog(_ needles: String..., count: Int = 1, timeout: Duration = .seconds(15)) -> Bool {
+    public func waitForLog(_ needles: String..., count: Int = 1, timeout: Duration = .seconds(15)) -> Bool {
         waitUntil(timeout) {
             log.split(separator: "\n").filter { line in needles.allSatisfy { line.contains($0) } }.count >= count
         }
@@ -141,7 +141,7 @@ final class DaemonProcess {
 
     /// Waits for "daemon ready" (logged once the services run); throws with the log if the
     /// daemon exits or stays silent.
-    func waitForReady(timeout: Duration = .seconds(20)) throws {
+    public func waitForReady(timeout: Duration = .seconds(20)) throws {
         let seen = waitUntil(timeout) { log.contains("gate: info: daemon ready") || !process.isRunning }
         guard seen, log.contains("gate: info: daemon ready") else {
             throw Failure("gate daemon not ready within \(timeout) (running: \(process.isRunning)):\n\(log)")
@@ -152,7 +152,7 @@ final class DaemonProcess {
     /// Waits out the 500 ms of boot settling (plus a margin), counted from the moment the
     /// ready line was seen: the daemon started before that. Not an assertion: presses
     /// stamped earlier would be ignored by design (test 4 checks that).
-    func waitForSettling() {
+    public func waitForSettling() {
         guard let ready = readySeenNs else { return }
         let until = ready + 600_000_000
         let now = monotonicNowNs()
@@ -163,7 +163,7 @@ final class DaemonProcess {
 
     /// One `struct gpioevent_data` (16 bytes, little-endian): u64 timestamp in ns on
     /// CLOCK_MONOTONIC, u32 id (1 rising, 2 falling), 4 bytes of padding.
-    static func record(_ kind: EdgeKind, at ns: UInt64) -> [UInt8] {
+    public static func record(_ kind: EdgeKind, at ns: UInt64) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
         withUnsafeBytes(of: ns.littleEndian) { bytes += $0 }
@@ -174,7 +174,7 @@ final class DaemonProcess {
 
     /// Writes the edges as one write(2) (atomic for up to 256 records: PIPE_BUF is 4096).
     /// The FIFO is opened for this write only; the daemon keeps it open read-write.
-    func writeEdges(_ edges: [(EdgeKind, UInt64)]) throws {
+    public func writeEdges(_ edges: [(EdgeKind, UInt64)]) throws {
         guard let fifoPath else { throw Failure("this daemon has no button FIFO") }
         let bytes = edges.flatMap { Self.record($0.0, at: $0.1) }
         let fd = open(fifoPath, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
@@ -193,7 +193,7 @@ final class DaemonProcess {
     /// inside the debounce lockout of the last release would be taken at the lockout's end
     /// instead (and logged with that instant).
     @discardableResult
-    func press(holdMs: Int = 150) throws -> UInt64 {
+    public func press(holdMs: Int = 150) throws -> UInt64 {
         let earliest = lastEdgeNs.map { $0 + 150_000_000 } ?? 0
         let now = monotonicNowNs()
         if now < earliest { Thread.sleep(forTimeInterval: Double(earliest - now) / 1e9) }
@@ -207,7 +207,7 @@ final class DaemonProcess {
     /// Waits until the press stamped `edgeNs` started an opening and every opening the
     /// button started so far has logged its outcome; false at the deadline.
     @discardableResult
-    func waitForPressHandled(edgeNs: UInt64, timeout: Duration = .seconds(20)) -> Bool {
+    public func waitForPressHandled(edgeNs: UInt64, timeout: Duration = .seconds(20)) -> Bool {
         waitUntil(timeout) {
             let lines = log.split(separator: "\n")
             guard lines.contains(where: { $0.contains("button pressed; opening") && $0.contains("edge_ns=\(edgeNs)") }) else { return false }
@@ -219,12 +219,12 @@ final class DaemonProcess {
 
     // MARK: - Signals and exit
 
-    func send(_ signal: Int32) {
+    public func send(_ signal: Int32) {
         if isRunning { Glibc.kill(process.processIdentifier, signal) }
     }
 
     /// Waits (bounded) for the daemon to exit by itself; nil if it still runs.
-    func waitForExit(timeout: Duration = .seconds(20)) -> Termination? {
+    public func waitForExit(timeout: Duration = .seconds(20)) -> Termination? {
         if let termination { return termination }
         let (seconds, attoseconds) = timeout.components
         let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
@@ -237,7 +237,7 @@ final class DaemonProcess {
 
     /// SIGTERM and a bounded wait; SIGKILL if it does not stop (nil returned then).
     @discardableResult
-    func stop(timeout: Duration = .seconds(20)) -> Termination? {
+    public func stop(timeout: Duration = .seconds(20)) -> Termination? {
         send(SIGTERM)
         if let result = waitForExit(timeout: timeout) { return result }
         Glibc.kill(process.processIdentifier, SIGKILL)
@@ -250,12 +250,12 @@ final class DaemonProcess {
     var runtimeDirectory: String { environment["GATE_RUNTIME_DIR"] ?? "" }
 
     /// status.json, parsed; nil while it is missing.
-    func status() -> [String: Any]? {
+    public func status() -> [String: Any]? {
         DaemonFiles.status(runtimeDirectory: runtimeDirectory)
     }
 
     /// `gate history --json` in the daemon's environment: every entry, oldest first.
-    func history() throws -> [[String: Any]] {
+    public func history() throws -> [[String: Any]] {
         try DaemonFiles.history(environment: environment)
     }
 

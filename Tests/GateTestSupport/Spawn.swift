@@ -49,7 +49,7 @@ func startOrphanGuard(killing pid: Int32, label: String) throws -> Process {
 /// 256-byte `d_name`s out of readdir's 32 KB buffer of /proc/self/fd and reads past its end).
 /// The child has its own copies by now. Pipes need nothing (Process closes the child's end);
 /// not for a handle that someone else owns, such as a terminal's slave side.
-func closeFileStreams(of process: Process) {
+public func closeFileStreams(of process: Process) {
     for stream in [process.standardInput, process.standardOutput, process.standardError] {
         // Not /dev/null, and not this process's own 0, 1 and 2 (Process's defaults).
         guard let handle = stream as? FileHandle, handle !== FileHandle.nullDevice, handle.fileDescriptor > 2 else { continue }
@@ -59,14 +59,14 @@ func closeFileStreams(of process: Process) {
 
 /// The descriptors of this process that are open on a path under `directory` (deleted or
 /// not): what a test helper must not leave behind once its child is done.
-func openDescriptors(under directory: URL) -> [String] {
+public func openDescriptors(under directory: URL) -> [String] {
     let prefix = directory.standardizedFileURL.path + "/"
     return openDescriptors { $0.hasPrefix(prefix) }
 }
 
 /// The descriptors of this process whose /proc/self/fd link reads exactly `name`
 /// (`pipe:[1234]`, `socket:[5678]`).
-func openDescriptors(named name: String) -> [String] {
+public func openDescriptors(named name: String) -> [String] {
     openDescriptors { $0 == name }
 }
 

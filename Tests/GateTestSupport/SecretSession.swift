@@ -19,10 +19,10 @@ import Glibc
 /// the test process: if that dies without running `deinit`, the keyring goes and
 /// dbus-run-session takes the bus down with it. `deinit` stops it all, bounded, and SIGKILLs
 /// whatever is left.
-final class SecretSession {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+public final class SecretSession {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
     /// The session bus (`unix:path=...` or `unix:abstract=...`).
@@ -30,8 +30,8 @@ final class SecretSession {
     let busPID: Int32
     let keyringPID: Int32
     /// The keyring's HOME (its files live under `.local/share/keyrings`).
-    let home: URL
-    let directory: URL
+    public let home: URL
+    public let directory: URL
 
     private let session: MosquittoBroker.Child
     private let stopFile: String
@@ -40,7 +40,7 @@ final class SecretSession {
     /// The keyring's own password (not a secret under test).
     static let keyringPassword = "session-keyring-pw"
 
-    init(readyTimeout: Duration = .seconds(20)) throws {
+    public init(readyTimeout: Duration = .seconds(20)) throws {
         for tool in ["/usr/bin/dbus-run-session", "/usr/bin/gnome-keyring-daemon", "/usr/bin/dbus-send"] {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
                 throw Failure("\(tool) is missing: the Secret Service tests need the packages dbus and gnome-keyring")
@@ -96,11 +96,11 @@ final class SecretSession {
     }
 
     /// The session's daemons' log (dbus-daemon, gnome-keyring), for failure messages.
-    var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
     /// `base` (a `GateRunner.isolatedEnvironment()` by default) joined to this session's bus,
     /// without any display a prompt could use.
-    func environment(_ base: [String: String] = GateRunner.isolatedEnvironment()) -> [String: String] {
+    public func environment(_ base: [String: String] = GateRunner.isolatedEnvironment()) -> [String: String] {
         var environment = base
         environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
         for key in ["DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR"] { environment[key] = nil }
@@ -109,7 +109,7 @@ final class SecretSession {
 
     /// Runs `executable` inside the session to completion (killed and thrown after `timeout`),
     /// with `stdin` as its standard input (empty when nil).
-    func run(
+    public func run(
         _ executable: String, _ arguments: [String], stdin: String? = nil,
         environment: [String: String]? = nil, timeout: Duration = .seconds(30)
     ) throws -> GateRun {
@@ -118,7 +118,7 @@ final class SecretSession {
 
     /// `secret-tool lookup service gate account <account>` inside the session: the entry as
     /// any other libsecret client sees it.
-    func secretToolLookup(account: String = "mqtt-password") throws -> GateRun {
+    public func secretToolLookup(account: String = "mqtt-password") throws -> GateRun {
         try run("/usr/bin/secret-tool", ["lookup", "service", "gate", "account", account])
     }
 
@@ -130,7 +130,7 @@ final class SecretSession {
     /// Locks the keyring's login collection (the default one) through the Secret Service
     /// API, as a screen lock or a timeout would. Without a display it cannot be unlocked again
     /// by a prompt.
-    func lockDefaultCollection() throws {
+    public func lockDefaultCollection() throws {
         let run = try self.run("/usr/bin/dbus-send", [
             "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
             "org.freedesktop.Secret.Service.Lock", "array:objpath:/org/freedesktop/secrets/collection/login",
@@ -190,8 +190,8 @@ final class SecretSession {
 /// output captured in files, a bounded wait, and an empty signal mask (test code runs on
 /// threads that block most signals, and a child would inherit that: a SIGINT sent to it
 /// would never arrive).
-enum SessionCommand {
-    static func run(
+public enum SessionCommand {
+    public static func run(
         _ executable: String, _ arguments: [String], stdin: String?, environment: [String: String],
         timeout: Duration = .seconds(30)
     ) throws -> GateRun {
@@ -199,7 +199,7 @@ enum SessionCommand {
     }
 
     /// Like `run(_:_:stdin:environment:timeout:)`, with any bytes as standard input.
-    static func run(
+    public static func run(
         _ executable: String, _ arguments: [String], input: Data, environment: [String: String],
         timeout: Duration = .seconds(30)
     ) throws -> GateRun {
@@ -236,14 +236,14 @@ enum SessionCommand {
 
     /// Starts `process` from a short-lived thread whose signal mask is empty; the semaphore
     /// is signalled when it exits.
-    static func spawn(_ process: Process) throws -> DispatchSemaphore {
+    public static func spawn(_ process: Process) throws -> DispatchSemaphore {
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try runWithSignalsUnblocked(process)
         return exited
     }
 
-    static func wait(_ exited: DispatchSemaphore, timeout: Duration) -> Bool {
+    public static func wait(_ exited: DispatchSemaphore, timeout: Duration) -> Bool {
         let (seconds, attoseconds) = timeout.components
         let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         return exited.wait(timeout: deadline) == .success
@@ -252,12 +252,12 @@ enum SessionCommand {
 
 /// A pseudo-terminal: the test holds the master side, a child gets the slave side as its
 /// standard input, output and error, and sees a real terminal (isatty, termios).
-final class PseudoTerminal {
+public final class PseudoTerminal {
     let master: Int32
     let slave: Int32
     let slavePath: String
 
-    init() throws {
+    public init() throws {
         // posix_openpt and friends are not in Swift's Glibc module: take them from libc.
         typealias FDCall = @convention(c) (Int32) -> Int32
         typealias NameCall = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
@@ -288,10 +288,10 @@ final class PseudoTerminal {
     }
 
     /// The handle to give a child (the child gets its own copy of the descriptor).
-    var slaveHandle: FileHandle { FileHandle(fileDescriptor: slave, closeOnDealloc: false) }
+    public var slaveHandle: FileHandle { FileHandle(fileDescriptor: slave, closeOnDealloc: false) }
 
     /// Whether the terminal echoes what is typed now.
-    var echoes: Bool {
+    public var echoes: Bool {
         var settings = termios()
         guard tcgetattr(slave, &settings) == 0 else { return false }
         return settings.c_lflag & tcflag_t(ECHO) != 0
@@ -299,7 +299,7 @@ final class PseudoTerminal {
 
     /// Everything the child wrote (and the terminal echoed) so far, read until `text` shows
     /// up or `timeout` passes. Returns what was read and whether `text` was seen.
-    func read(until text: String, timeout: Duration = .seconds(10)) -> (String, Bool) {
+    public func read(until text: String, timeout: Duration = .seconds(10)) -> (String, Bool) {
         let deadline = ContinuousClock.now + timeout
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 512)
@@ -321,7 +321,7 @@ final class PseudoTerminal {
     }
 
     /// Types `text` as if at the keyboard.
-    func type(_ text: String) {
+    public func type(_ text: String) {
         var bytes = Array(text.utf8)
         _ = Glibc.write(master, &bytes, bytes.count)
     }

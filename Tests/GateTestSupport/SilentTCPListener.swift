@@ -2,11 +2,11 @@ import Foundation
 
 /// A TCP port that completes the handshake (the kernel's backlog) and then says
 /// nothing: a TLS handshake or an MQTT CONNECT sent there waits forever.
-final class SilentTCPListener {
-    let fd: Int32
-    let port: UInt16
+public final class SilentTCPListener {
+    public let fd: Int32
+    public let port: UInt16
 
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -34,7 +34,7 @@ extension SilentTCPListener {
     /// Accepts the first connection on a thread of its own, reads what the client
     /// sends first, answers `bytes` and keeps the connection until the client closes
     /// it: a server that is not the broker the client expects.
-    func answerFirstConnection(with bytes: [UInt8]) {
+    public func answerFirstConnection(with bytes: [UInt8]) {
         let listener = fd
         Thread {
             let connection = accept(listener, nil, nil)

@@ -7,19 +7,19 @@ import Glibc
 // files, configurations, and a stand-in for systemd's notification socket.
 
 /// Reading what the daemon and `gate open` leave behind (SPEC §6).
-enum DaemonFiles {
-    static func status(runtimeDirectory: String) -> [String: Any]? {
+public enum DaemonFiles {
+    public static func status(runtimeDirectory: String) -> [String: Any]? {
         guard let data = FileManager.default.contents(atPath: runtimeDirectory + "/status.json"),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
         return object
     }
 
     /// `last` of the status record, if any.
-    static func last(_ status: [String: Any]?) -> [String: Any]? {
+    public static func last(_ status: [String: Any]?) -> [String: Any]? {
         status?["last"] as? [String: Any]
     }
 
-    static func history(environment: [String: String]) throws -> [[String: Any]] {
+    public static func history(environment: [String: String]) throws -> [[String: Any]] {
         let run = try GateRunner.run(["history", "--json", "--limit", "100"], environment: environment)
         guard run.status == 0 else { throw GateRunner.Failure("gate history --json failed: \(run.summary)") }
         guard let entries = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]] else {
@@ -34,12 +34,12 @@ enum DaemonFiles {
 /// hard link of `editPath` in another folder, and `replace` rewrites the shared inode in
 /// place through `editPath`. (An event goes to the folder of the name a file is opened by;
 /// the daemon watches the folders of `path` and of its symlink target, if any.)
-struct HardLinkedDaemonConfig {
-    let directory: URL
-    let path: String
+public struct HardLinkedDaemonConfig {
+    public let directory: URL
+    public let path: String
     let editPath: String
 
-    init(_ text: String) throws {
+    public init(_ text: String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-config-\(UUID().uuidString)")
         let configFolder = directory.appendingPathComponent("etc")
         let editFolder = directory.appendingPathComponent("edit")
@@ -52,7 +52,7 @@ struct HardLinkedDaemonConfig {
     }
 
     /// Rewrites the file in place (same inode), never by rename, which would split the links.
-    func replace(_ text: String) throws {
+    public func replace(_ text: String) throws {
         let fd = open(editPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard fd >= 0 else { throw GateRunner.Failure("cannot open \(editPath): errno \(errno)") }
         defer { close(fd) }
@@ -65,12 +65,12 @@ struct HardLinkedDaemonConfig {
 
 /// A configuration reached through a symbolic link whose target lives in another folder
 /// (a file kept in a repository, say): the daemon watches the target's folder too.
-struct SymlinkedDaemonConfig {
-    let directory: URL
-    let path: String
-    let target: String
+public struct SymlinkedDaemonConfig {
+    public let directory: URL
+    public let path: String
+    public let target: String
 
-    init(_ text: String) throws {
+    public init(_ text: String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-config-\(UUID().uuidString)")
         let linkFolder = directory.appendingPathComponent("etc")
         let targetFolder = directory.appendingPathComponent("real")
@@ -82,13 +82,13 @@ struct SymlinkedDaemonConfig {
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target)
     }
 
-    func replace(_ text: String) throws {
+    public func replace(_ text: String) throws {
         try text.write(toFile: target, atomically: true, encoding: .utf8)
     }
 }
 
 /// The text of a configuration for the daemon tests.
-func daemonConfigText(udpPort: UInt16?, mqttPort: UInt16? = nil, cooldown: Double? = nil, extra: String = "") -> String {
+public func daemonConfigText(udpPort: UInt16?, mqttPort: UInt16? = nil, cooldown: Double? = nil, extra: String = "") -> String {
     var text = ""
     if let udpPort { text += "[udp]\nhost = \"127.0.0.1\"\nport = \(udpPort)\n" }
     if let mqttPort { text += "[mqtt]\nhost = \"127.0.0.1\"\nport = \(mqttPort)\n" }
@@ -97,14 +97,14 @@ func daemonConfigText(udpPort: UInt16?, mqttPort: UInt16? = nil, cooldown: Doubl
 }
 
 /// A bound AF_UNIX SOCK_DGRAM socket standing in for systemd's `$NOTIFY_SOCKET`.
-final class NotifyListener {
-    let path: String
+public final class NotifyListener {
+    public let path: String
     private let directory: URL
     private let fd: Int32
     /// Every datagram received so far, in order.
-    private(set) var messages: [String] = []
+    public private(set) var messages: [String] = []
 
-    init() throws {
+    public init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-notify-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("notify.sock").path
@@ -134,7 +134,7 @@ final class NotifyListener {
     }
 
     /// Takes in every datagram already queued, without waiting.
-    func drain() {
+    public func drain() {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
@@ -147,7 +147,7 @@ final class NotifyListener {
     /// Waits until `condition` holds for the messages received so far; wakes the moment a
     /// datagram arrives (poll(2)), so that a test can act right after, say, READY=1.
     @discardableResult
-    func waitFor(timeout: Duration = .seconds(15), _ condition: ([String]) -> Bool) -> Bool {
+    public func waitFor(timeout: Duration = .seconds(15), _ condition: ([String]) -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
             drain()

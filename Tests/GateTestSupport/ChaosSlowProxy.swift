@@ -7,14 +7,14 @@ import Glibc
 /// every chunk it reads, in either direction, for `delay` before passing it on, in order.
 /// Each connection gets a reader and a writer thread per direction; the writer keeps the
 /// reader's order, so the byte stream is never changed, only late.
-final class ChaosSlowProxy: @unchecked Sendable {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+public final class ChaosSlowProxy: @unchecked Sendable {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
-    let port: UInt16
-    let delay: Duration
+    public let port: UInt16
+    public let delay: Duration
 
     private let target: UInt16
     private let listenFD: Int32
@@ -28,7 +28,7 @@ final class ChaosSlowProxy: @unchecked Sendable {
     private var connections = 0
 
     /// Listens on a free 127.0.0.1 port and relays to 127.0.0.1:`target`.
-    init(to target: UInt16, delay: Duration) throws {
+    public init(to target: UInt16, delay: Duration) throws {
         self.target = target
         self.delay = delay
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -60,10 +60,10 @@ final class ChaosSlowProxy: @unchecked Sendable {
     deinit { stop() }
 
     /// Chunks relayed so far (both directions) and connections accepted.
-    var counts: (chunks: Int, connections: Int) { lock.withLock { (chunks, connections) } }
+    public var counts: (chunks: Int, connections: Int) { lock.withLock { (chunks, connections) } }
 
     /// Ends every thread (a chunk still held is dropped) and closes every socket.
-    func stop() {
+    public func stop() {
         let first = lock.withLock { () -> Bool in
             defer { stopped = true }
             return !stopped

@@ -14,8 +14,8 @@ import Glibc
 ///     let recorder = try MQTTRecorder(broker)
 ///     try broker.publish(topic: "gate/cmd", payload: "open")
 ///     #expect(recorder.waitForMessages(topic: "gate/cmd", count: 1) == ["open"])
-final class MosquittoBroker: @unchecked Sendable {
-    enum Security: Sendable {
+public final class MosquittoBroker: @unchecked Sendable {
+    public enum Security: Sendable {
         case plain
         case tls
         case password(users: [String: String])
@@ -28,7 +28,7 @@ final class MosquittoBroker: @unchecked Sendable {
             }
         }
 
-        var users: [String: String]? {
+        public var users: [String: String]? {
             switch self {
             case .password(let users), .tlsAndPassword(let users): users
             case .plain, .tls: nil
@@ -37,7 +37,7 @@ final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Who a mosquitto_pub/mosquitto_sub run by the fixture connects as.
-    enum Credentials: Sendable {
+    public enum Credentials: Sendable {
         /// `defaultCredentials` when the broker has users, else anonymous.
         case brokerDefault
         case anonymous
@@ -45,7 +45,7 @@ final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Which CA a client run by the fixture trusts.
-    enum Trust: Sendable {
+    public enum Trust: Sendable {
         /// `caFile` when the broker uses TLS, else plaintext.
         case brokerCA
         case caFile(String)
@@ -53,21 +53,21 @@ final class MosquittoBroker: @unchecked Sendable {
         case plaintext
     }
 
-    static let mosquitto = "/usr/sbin/mosquitto"
+    public static let mosquitto = "/usr/sbin/mosquitto"
     static let mosquittoPub = "/usr/bin/mosquitto_pub"
-    static let mosquittoSub = "/usr/bin/mosquitto_sub"
+    public static let mosquittoSub = "/usr/bin/mosquitto_sub"
     static let mosquittoPasswd = "/usr/bin/mosquitto_passwd"
 
-    let host = "127.0.0.1"
-    let security: Security
+    public let host = "127.0.0.1"
+    public let security: Security
     /// The broker's own temporary folder (removed in `deinit`).
-    let directory: URL
+    public let directory: URL
     let configFile: String
     let logFile: String
     /// CA, server certificate and key; nil for `.plain` and `.password`.
-    let tls: TLSFiles?
+    public let tls: TLSFiles?
     /// The first configured user by name, used by `publish` and `MQTTRecorder` unless told otherwise.
-    let defaultCredentials: (username: String, password: String)?
+    public let defaultCredentials: (username: String, password: String)?
 
     private let outputFile: String
     private let lock = NSLock()
@@ -75,20 +75,20 @@ final class MosquittoBroker: @unchecked Sendable {
     private var child: Child?
 
     /// PEM path of the CA that signed the server certificate; nil without TLS.
-    var caFile: String? { tls?.caCertificate }
-    var port: UInt16 { lock.withLock { currentPort } }
+    public var caFile: String? { tls?.caCertificate }
+    public var port: UInt16 { lock.withLock { currentPort } }
     /// The pid of the mosquitto started last (running or not).
-    var pid: Int32 { lock.withLock { child?.pid ?? 0 } }
-    var isRunning: Bool { lock.withLock { child?.isRunning ?? false } }
+    public var pid: Int32 { lock.withLock { child?.pid ?? 0 } }
+    public var isRunning: Bool { lock.withLock { child?.isRunning ?? false } }
 
     /// mosquitto's log file (`log_type all`) followed by whatever it printed on stdout/stderr.
-    var logText: String {
+    public var logText: String {
         let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
         let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
         return output.isEmpty ? log : log + "\n--- mosquitto stdout/stderr\n" + output
     }
 
-    init(_ security: Security = .plain) throws {
+    public init(_ security: Security = .plain) throws {
         self.security = security
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -134,18 +134,18 @@ final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// SIGTERM, then waits (SIGKILL after 5 s).
-    func stop() {
+    public func stop() {
         lock.withLock { child }?.terminate(grace: .seconds(5))
     }
 
     /// SIGKILL and wait: the broker vanishes without closing anything cleanly.
-    func kill() {
+    public func kill() {
         lock.withLock { child }?.terminate(grace: .zero)
     }
 
     /// Starts mosquitto again with the same config on the same port (stopping it first if it
     /// still runs). Retries for up to `timeout` while the port is still taken.
-    func restart(timeout: Duration = .seconds(10)) throws {
+    public func restart(timeout: Duration = .seconds(10)) throws {
         stop()
         let deadline = ContinuousClock.now + timeout
         var last = ""
@@ -165,7 +165,7 @@ final class MosquittoBroker: @unchecked Sendable {
 
     /// Publishes with `mosquitto_pub` (QoS 1 by default, so the broker has it when this returns);
     /// throws unless it exits 0.
-    func publish(
+    public func publish(
         topic: String, payload: String, retained: Bool = false, qos: Int = 1,
         credentials: Credentials = .brokerDefault, trust: Trust = .brokerCA
     ) throws {
@@ -175,7 +175,7 @@ final class MosquittoBroker: @unchecked Sendable {
 
     /// Runs `mosquitto_pub` and returns how it ended, for tests that expect it to fail
     /// (NOTES.md: wrong password or anonymous 5, plaintext to a TLS port 7, wrong CA 8).
-    func runPublish(
+    public func runPublish(
         topic: String, payload: String, retained: Bool = false, qos: Int = 1,
         credentials: Credentials = .brokerDefault, trust: Trust = .brokerCA
     ) throws -> ToolRun {
@@ -186,7 +186,7 @@ final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// `-h -p` plus TLS and credential options for mosquitto_pub/mosquitto_sub.
-    func clientArguments(credentials: Credentials, trust: Trust) -> [String] {
+    public func clientArguments(credentials: Credentials, trust: Trust) -> [String] {
         var arguments = ["-h", host, "-p", String(port)]
         switch trust {
         case .brokerCA: if let caFile { arguments += ["--cafile", caFile] }

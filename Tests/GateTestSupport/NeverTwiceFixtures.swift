@@ -9,17 +9,17 @@ import Glibc
 
 /// Small helpers for the "never trigger twice" tests, namespaced so that they cannot clash
 /// with the file-private helpers of other test files.
-enum NeverTwice {
-    static let triggerTopic = "iot/house/gate/esp32/trigger"
-    static let statusTopic = "iot/house/gate/esp32/status"
+public enum NeverTwice {
+    public static let triggerTopic = "iot/house/gate/esp32/trigger"
+    public static let statusTopic = "iot/house/gate/esp32/status"
 
     /// The simulator's options to use `broker` as well as UDP.
-    static func simulatorMQTT(_ broker: MosquittoBroker) -> [String] {
+    public static func simulatorMQTT(_ broker: MosquittoBroker) -> [String] {
         ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)]
     }
 
     /// The `attempts` array of `gate open --json`.
-    static func attempts(_ run: GateRun) throws -> [[String: Any]] {
+    public static func attempts(_ run: GateRun) throws -> [[String: Any]] {
         guard let attempts = try run.json()["attempts"] as? [[String: Any]] else {
             throw GateRunner.Failure("no \"attempts\" array in: \(run.stdout)")
         }
@@ -28,7 +28,7 @@ enum NeverTwice {
 
     /// A JSON boolean (`true`/`false`) as JSONSerialization returns it; nil for anything else
     /// (missing, null, a number, a string), so that `"trigger_sent": 1` does not pass for true.
-    static func flag(_ value: Any?) -> Bool? {
+    public static func flag(_ value: Any?) -> Bool? {
         guard let value else { return nil }
         if type(of: value) == Bool.self { return value as? Bool }
         if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return number.boolValue }
@@ -36,16 +36,16 @@ enum NeverTwice {
     }
 
     /// `"trigger_sent"` of each attempt, in order (nil where it is missing or not a boolean).
-    static func triggerSent(_ attempts: [[String: Any]]) -> [Bool?] {
+    public static func triggerSent(_ attempts: [[String: Any]]) -> [Bool?] {
         attempts.map { flag($0["trigger_sent"]) }
     }
 
-    static func strings(_ attempts: [[String: Any]], _ key: String) -> [String?] {
+    public static func strings(_ attempts: [[String: Any]], _ key: String) -> [String?] {
         attempts.map { $0[key] as? String }
     }
 
     /// Sleeps until `instant` (at once if it has passed).
-    static func sleep(until instant: ContinuousClock.Instant) {
+    public static func sleep(until instant: ContinuousClock.Instant) {
         let left = instant - ContinuousClock.now
         guard left > .zero else { return }
         let (seconds, attoseconds) = left.components
@@ -53,13 +53,13 @@ enum NeverTwice {
     }
 
     /// Seconds, with milliseconds, for failure messages.
-    static func seconds(_ duration: Duration) -> String {
+    public static func seconds(_ duration: Duration) -> String {
         let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         return String(format: "%.3f s", Double(ms) / 1000)
     }
 
     /// The `at` of a trigger-log line (`2026-11-21T10:00:00.123Z`).
-    static func date(_ iso: String) -> Date? {
+    public static func date(_ iso: String) -> Date? {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.date(from: iso)
@@ -71,7 +71,7 @@ extension Simulator {
     /// because the relay was held: its "trigger received via udp|mqtt" log lines. A second
     /// trigger that lands inside the first one's hold makes no second activation, so this
     /// is what "the gate triggered twice" is counted by.
-    func receivedTriggers() -> [String] {
+    public func receivedTriggers() -> [String] {
         stderrText.split(separator: "\n").map(String.init).filter { $0.contains("trigger received via ") }
     }
 }
@@ -83,12 +83,12 @@ extension Simulator {
 /// loaded and hit, even if the process gives up on the lookup and exits while it sleeps),
 /// sleeps `delay`, then answers what the real `getaddrinfo` answers for `answer` (an IP
 /// literal), so that the result does not depend on the machine's /etc/hosts (::1 or not).
-final class SlowResolverShim {
-    let directory: URL
-    let library: String
+public final class SlowResolverShim {
+    public let directory: URL
+    public let library: String
     let markerPath: String
 
-    init(host: String = "localhost", delayMs: Int, answer: String = "127.0.0.1") throws {
+    public init(host: String = "localhost", delayMs: Int, answer: String = "127.0.0.1") throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-shim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         library = directory.appendingPathComponent("shim.so").path
@@ -138,7 +138,7 @@ final class SlowResolverShim {
     }
 
     /// How many lookups of the host the library delayed so far.
-    var delayedLookups: Int {
+    public var delayedLookups: Int {
         ((try? String(contentsOfFile: markerPath, encoding: .utf8)) ?? "").split(separator: "\n").count
     }
 }
@@ -146,15 +146,15 @@ final class SlowResolverShim {
 /// A `gate` process started with an empty signal mask (Spawn.swift), so that SIGTERM reaches
 /// it as it would from a shell or systemd. `RunningGate` spawns from a test thread, whose
 /// blocked signals the child inherits: SIGTERM would stay pending there.
-final class UnmaskedGate {
-    let process = Process()
-    let directory: URL
+public final class UnmaskedGate {
+    public let process = Process()
+    public let directory: URL
     private let stdoutURL: URL
     private let stderrURL: URL
     private let exited = DispatchSemaphore(value: 0)
     private let started = ContinuousClock.now
 
-    init(arguments: [String], environment: [String: String]) throws {
+    public init(arguments: [String], environment: [String: String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutURL = directory.appendingPathComponent("stdout")
@@ -182,15 +182,15 @@ final class UnmaskedGate {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
-    func send(_ signal: Int32) {
+    public func send(_ signal: Int32) {
         if process.isRunning { kill(process.processIdentifier, signal) }
     }
 
     /// Waits for the end (SIGKILL and a thrown error after `timeout`). `status` is the exit
     /// status, or the signal's number when a signal ended it (`signalled` says which).
-    func finish(timeout: Duration) throws -> (run: GateRun, signalled: Bool) {
+    public func finish(timeout: Duration) throws -> (run: GateRun, signalled: Bool) {
         let (seconds, attoseconds) = timeout.components
         if exited.wait(timeout: .now() + Double(seconds) + Double(attoseconds) / 1e18) == .timedOut {
             kill(process.processIdentifier, SIGKILL)

@@ -7,23 +7,23 @@ import Glibc
 // and `MQTTRecorder`. Everything here is bounded: no wait without a deadline.
 
 extension MosquittoBroker {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
     }
 
     /// What a finished command-line tool (mosquitto_pub, openssl…) returned.
-    struct ToolRun: Sendable {
-        var arguments: [String]
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        var summary: String { "\(arguments.joined(separator: " ")): exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+    public struct ToolRun: Sendable {
+        public var arguments: [String]
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+        public var summary: String { "\(arguments.joined(separator: " ")): exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
     }
 
     /// Runs `executable` to completion (at most `timeout`; killed and reported as a failure after
     /// that). A non-zero exit is returned, not thrown: callers decide what they expected.
-    static func runTool(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(15)) throws -> ToolRun {
+    public static func runTool(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(15)) throws -> ToolRun {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-tool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -44,11 +44,11 @@ extension MosquittoBroker {
     /// A background child process. With `watchdog`, a tiny `sh` loop SIGKILLs it as soon as the
     /// test process is gone (even after a crash or SIGKILL, when no `deinit` runs), so that no
     /// mosquitto or mosquitto_sub outlives the tests.
-    final class Child: @unchecked Sendable {
-        let process = Process()
+    public final class Child: @unchecked Sendable {
+        public let process = Process()
         private var guardian: Process?
 
-        init(_ executable: String, _ arguments: [String], stdout: URL?, stderr: URL?, watchdog: Bool) throws {
+        public init(_ executable: String, _ arguments: [String], stdout: URL?, stderr: URL?, watchdog: Bool) throws {
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             process.standardInput = FileHandle.nullDevice
@@ -63,11 +63,11 @@ extension MosquittoBroker {
 
         deinit { terminate(grace: .seconds(2)) }
 
-        var pid: Int32 { process.processIdentifier }
-        var isRunning: Bool { process.isRunning }
+        public var pid: Int32 { process.processIdentifier }
+        public var isRunning: Bool { process.isRunning }
 
         /// Polls until the child has been reaped; false if it still runs at the deadline.
-        func waitForExit(within timeout: Duration) -> Bool {
+        public func waitForExit(within timeout: Duration) -> Bool {
             let deadline = ContinuousClock.now + timeout
             while process.isRunning {
                 if ContinuousClock.now >= deadline { return false }
@@ -76,12 +76,12 @@ extension MosquittoBroker {
             return true
         }
 
-        func send(_ signal: Int32) {
+        public func send(_ signal: Int32) {
             if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
         }
 
         /// SIGTERM, up to `grace` to exit, then SIGKILL; the watchdog goes too.
-        func terminate(grace: Duration) {
+        public func terminate(grace: Duration) {
             if grace > .zero {
                 send(SIGTERM)
                 if !waitForExit(within: grace) { send(SIGKILL) }
@@ -125,7 +125,7 @@ extension MosquittoBroker {
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port` right now.
-    static func acceptsConnections(port: UInt16) -> Bool {
+    public static func acceptsConnections(port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
