@@ -159,22 +159,11 @@ struct BrokerFixtureTests {
 
     /// A TCP listener on 127.0.0.1:`port` (SO_REUSEADDR, like mosquitto's own).
     private func listen(on port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = port.bigEndian
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        do {
+            return try LoopbackSocket.descriptor(.tcp, port: port, listen: 1, reuseAddress: true).fd
+        } catch {
+            throw MosquittoBroker.Failure("cannot hold port \(port): \(error)")
         }
-        guard bound == 0, Glibc.listen(fd, 1) == 0 else {
-            close(fd)
-            throw MosquittoBroker.Failure("cannot hold port \(port): errno \(errno)")
-        }
-        return fd
     }
 
     @Test func retainedFlagIsRecorded() throws {

@@ -40,35 +40,17 @@ struct DoctorOutcome {
 
 /// A UDP socket on 127.0.0.1 standing in for the ESP32: the doctor must never send it anything.
 final class DoctorQuietESP32 {
-    let fd: Int32
-    let port: UInt16
+    let socket: LoopbackSocket
+    var port: UInt16 { socket.port }
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue | SOCK_NONBLOCK.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard fd >= 0, bound else {
-            close(fd)
-            throw GateRunner.Failure("cannot bind a UDP socket: errno \(errno)")
-        }
-        self.fd = fd
-        port = UInt16(bigEndian: address.sin_port)
+        socket = try LoopbackSocket(.udp, nonBlocking: true)
     }
 
     /// Datagrams that arrived so far (none expected).
     func received() -> Int {
-        var count = 0
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while recv(fd, &buffer, buffer.count, 0) >= 0 { count += 1 }
-        return count
+        socket.drain().count
     }
-
-    deinit { close(fd) }
 }
 
 /// A documentation address (RFC 5737) that no interface of this machine has in its

@@ -383,18 +383,7 @@ public final class ChaosRelay: @unchecked Sendable {
     }
 
     static func boundSocket(_ host: String, _ port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure("socket: errno \(errno)") }
-        var address = address(host, port)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else {
-            let code = errno
-            close(fd)
-            throw Failure("bind \(host):\(port): errno \(code)")
-        }
-        return fd
+        try LoopbackSocket.descriptor(.udp, host: host, port: port).fd
     }
 
     static func describe(_ address: sockaddr_in) -> String {

@@ -31,21 +31,9 @@ public final class ChaosSlowProxy: @unchecked Sendable {
     public init(to target: UInt16, delay: Duration) throws {
         self.target = target
         self.delay = delay
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure("socket: errno \(errno)") }
-        var address = ChaosRelay.address("127.0.0.1", 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw Failure("bind/listen 127.0.0.1:0: errno \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackSocket.descriptor(.tcp, listen: 16)
+        let fd = listener.fd
+        port = listener.address.port
         listenFD = fd
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else {
@@ -104,17 +92,13 @@ public final class ChaosSlowProxy: @unchecked Sendable {
             if fds[1].revents != 0 { return }
             let client = accept(listenFD, nil, nil)
             guard client >= 0 else { continue }
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            var address = ChaosRelay.address("127.0.0.1", target)
-            let connected = upstream >= 0 && withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
+            let upstream = try? LoopbackSocket.connectedDescriptor(.tcp, to: LoopbackSocket.Address(host: "127.0.0.1", port: target))
             lock.withLock {
                 descriptors.append(client)
-                if upstream >= 0 { descriptors.append(upstream) }
+                if let upstream { descriptors.append(upstream) }
                 connections += 1
             }
-            guard connected else {
+            guard let upstream else {
                 shutdown(client, Int32(SHUT_RDWR))
                 continue
             }

@@ -290,26 +290,21 @@ private func dispatchDeadline(after timeout: Duration) -> DispatchTime {
 /// A UDP port that was free a moment ago. Racy by nature (someone else may take it before
 /// it is used); prefer port 0 and `Simulator.udpPort`. Useful for "nobody listens here".
 public func freeUDPPort(host: String = "127.0.0.1") throws -> UInt16 {
-    let probe = try UDPProbe(host: host, port: 9)
-    return try probe.localPort()
+    // The wildcard of the family: free there means free on every address.
+    try LoopbackSocket.freePort(.udp, host: host.contains(":") ? "::" : "0.0.0.0")
 }
 
 /// True when a datagram to 127.0.0.1:`port` draws ICMP port unreachable (a connected UDP
 /// socket reports it as ECONNREFUSED), i.e. nothing listens there.
 public func udpPortRefuses(_ port: UInt16) throws -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    let socket = try LoopbackSocket(.udp)
+    try socket.connect(to: LoopbackSocket.Address(host: "127.0.0.1", port: port))
+    try? socket.send([0x01])
+    _ = socket.waitUntilReadable(within: .seconds(2))
+    do {
+        _ = try socket.receive()
+        return false
+    } catch let failure as LoopbackSocket.Failure {
+        return failure.code == ECONNREFUSED
     }
-    guard connected == 0 else { throw UDPProbe.Failure("connect") }
-    var byte: UInt8 = 0x01
-    _ = send(fd, &byte, 1, 0)
-    var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    _ = poll(&pfd, 1, 2000)
-    return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) < 0 && errno == ECONNREFUSED
 }

@@ -31,58 +31,24 @@ public final class UDPProbe {
 
     public let host: String
     public let port: UInt16
-    private let fd: Int32
-    private let target: sockaddr_storage
-    private let targetLength: socklen_t
+    private let socket: LoopbackSocket
+    private let target: LoopbackSocket.Address
+    private var fd: Int32 { socket.fd }
 
     /// A socket of the family of `host` (an IPv4 or IPv6 literal, no brackets), bound to an
-    /// ephemeral port of the matching loopback/wildcard address.
+    /// ephemeral port of the matching wildcard address.
     public init(host: String, port: UInt16) throws {
         self.host = host
         self.port = port
-        var storage = sockaddr_storage()
-        let family: Int32
-        if host.contains(":") {
-            family = AF_INET6
-            var sin6 = sockaddr_in6()
-            sin6.sin6_family = sa_family_t(AF_INET6)
-            sin6.sin6_port = port.bigEndian
-            guard inet_pton(AF_INET6, host, &sin6.sin6_addr) == 1 else { throw Failure("inet_pton \(host)", EINVAL) }
-            withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: sin6) { raw.copyMemory(from: $0) } }
-            targetLength = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            family = AF_INET
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = port.bigEndian
-            guard inet_pton(AF_INET, host, &sin.sin_addr) == 1 else { throw Failure("inet_pton \(host)", EINVAL) }
-            withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: sin) { raw.copyMemory(from: $0) } }
-            targetLength = socklen_t(MemoryLayout<sockaddr_in>.size)
-        }
-        target = storage
-        fd = socket(family, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure("socket") }
+        target = try LoopbackSocket.Address(host: host, port: port)
+        // Bound now (wildcard, port 0) so that `localPort()` is known before the first send.
+        socket = try LoopbackSocket(.udp, host: target.isIPv6 ? "::" : "0.0.0.0")
         #if arch(x86_64) || arch(arm64)
         // Only where the "old" timespec is two 64-bit fields, as `timestamp` parses it;
         // elsewhere arrival falls back to the time of reading.
         var on: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, Self.soTimestampNS, &on, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(socket.fd, SOL_SOCKET, Self.soTimestampNS, &on, socklen_t(MemoryLayout<Int32>.size))
         #endif
-        // Bound now (wildcard, port 0) so that `localPort()` is known before the first send.
-        var local = sockaddr_storage()
-        local.ss_family = sa_family_t(family)
-        let rc = withUnsafeBytes(of: &local) { raw in
-            bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), targetLength)
-        }
-        guard rc == 0 else {
-            let failure = Failure("bind")
-            close(fd)
-            throw failure
-        }
-    }
-
-    deinit {
-        close(fd)
     }
 
     /// CLOCK_REALTIME now, in the same scale as `Datagram.arrival`.
@@ -92,18 +58,8 @@ public final class UDPProbe {
         return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
     }
 
-    func localPort() throws -> UInt16 {
-        var local = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutableBytes(of: &local) { raw in
-            getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
-        }
-        guard rc == 0 else { throw Failure("getsockname") }
-        return withUnsafeBytes(of: local) { raw in
-            local.ss_family == sa_family_t(AF_INET6)
-                ? UInt16(bigEndian: raw.loadUnaligned(as: sockaddr_in6.self).sin6_port)
-                : UInt16(bigEndian: raw.loadUnaligned(as: sockaddr_in.self).sin_port)
-        }
+    public func localPort() throws -> UInt16 {
+        socket.port
     }
 
     /// This probe's address as the simulator reports senders: `127.0.0.1:PORT`, `[::1]:PORT`.
@@ -115,11 +71,11 @@ public final class UDPProbe {
     @discardableResult
     public func send(_ bytes: [UInt8]) throws -> Duration {
         let sentAt = Self.now()
-        var target = self.target
-        let sent = withUnsafeBytes(of: &target) { raw in
-            sendto(fd, bytes, bytes.count, 0, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), targetLength)
+        do {
+            try socket.send(bytes, to: target)
+        } catch let failure as LoopbackSocket.Failure {
+            throw Failure("sendto \(host):\(port)", failure.code)
         }
-        guard sent == bytes.count else { throw Failure("sendto \(host):\(port)") }
         return sentAt
     }
 
@@ -179,7 +135,7 @@ public final class UDPProbe {
             }
         }
         let arrival = Self.timestamp(control, length: controlLength) ?? Self.now()
-        return Datagram(bytes: Array(buffer[..<count]), arrival: arrival, from: Self.describe(peer))
+        return Datagram(bytes: Array(buffer[..<count]), arrival: arrival, from: LoopbackSocket.Address(storage: peer)?.description ?? "?")
     }
 
     /// Walks the control messages (cmsghdr: size_t len, int level, int type, then the data
@@ -200,23 +156,5 @@ public final class UDPProbe {
             offset += (messageLength + 7) & ~7
         }
         return nil
-    }
-
-    private static func text(_ buffer: [CChar]) -> String {
-        buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-
-    private static func describe(_ storage: sockaddr_storage) -> String {
-        withUnsafeBytes(of: storage) { raw in
-            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-            if storage.ss_family == sa_family_t(AF_INET6) {
-                var address = raw.loadUnaligned(as: sockaddr_in6.self)
-                inet_ntop(AF_INET6, &address.sin6_addr, &buffer, socklen_t(buffer.count))
-                return "[\(text(buffer))]:\(UInt16(bigEndian: address.sin6_port))"
-            }
-            var address = raw.loadUnaligned(as: sockaddr_in.self)
-            inet_ntop(AF_INET, &address.sin_addr, &buffer, socklen_t(buffer.count))
-            return "\(text(buffer)):\(UInt16(bigEndian: address.sin_port))"
-        }
     }
 }
