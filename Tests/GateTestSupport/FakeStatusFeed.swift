@@ -1,0 +1,65 @@
+import GateCore
+import GateSystem
+import Synchronization
+
+/// A `StatusFeed` the test drives, standing for the daemon's warm link: it says whether
+/// the relay is known to be active, and delivers the status messages the test hands it
+/// to whoever is attached (the opening in progress).
+///
+/// Like the real link, a delivered `1` marks the relay active and a `0` frees it.
+public final class FakeStatusFeed: StatusFeed {
+    private struct State {
+        var relayActive: Bool
+        var observers: [Int: @Sendable (RelayObserver.Report) -> Void] = [:]
+        var nextID = 0
+        var attachments = 0
+    }
+
+    private let state: Mutex<State>
+
+    public init(relayActive: Bool = false) {
+        state = Mutex(State(relayActive: relayActive))
+    }
+
+    public var relayActive: Bool {
+        get { state.withLock { $0.relayActive } }
+    }
+
+    public func setRelayActive(_ active: Bool) {
+        state.withLock { $0.relayActive = active }
+    }
+
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            state.observers[state.nextID] = observer
+            state.attachments += 1
+            return state.nextID
+        }
+        return AttemptCancel { [self] in
+            _ = state.withLock { $0.observers.removeValue(forKey: id) }
+        }
+    }
+
+    /// Observers attached now.
+    public var attached: Int { state.withLock { $0.observers.count } }
+
+    /// How often anyone attached, detached or not.
+    public var attachments: Int { state.withLock { $0.attachments } }
+
+    /// A non-retained status message: delivered to every observer attached now (on the
+    /// caller's thread, as the link's library thread would). Returns how many got it.
+    @discardableResult
+    public func deliver(_ report: RelayObserver.Report) -> Int {
+        let observers = state.withLock { state in
+            switch report {
+            case .activated: state.relayActive = true
+            case .released: state.relayActive = false
+            case .invalid: break
+            }
+            return Array(state.observers.values)
+        }
+        for observer in observers { observer(report) }
+        return observers.count
+    }
+}
