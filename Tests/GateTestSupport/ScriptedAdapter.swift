@@ -48,6 +48,8 @@ public final class ScriptedAdapter: GateAdapter {
         public var stepsDone = 0
         public var cancelled = false
         public var finished = false
+        /// The script waits now, at a `.wait` or `.waitForCancel` step.
+        public var isWaiting = false
 
         public var triggersSent: Int { sends.filter { $0 }.count }
     }
@@ -81,6 +83,10 @@ public final class ScriptedAdapter: GateAdapter {
     /// An `AdapterFactory(custom:)` body that hands out these adapters by kind (a kind
     /// without one reports `misconfigured`, so a test notices).
     public static func factory(_ adapters: ScriptedAdapter...) -> @Sendable (AdapterKind) -> any GateAdapter {
+        factory(adapters)
+    }
+
+    public static func factory(_ adapters: [any GateAdapter]) -> @Sendable (AdapterKind) -> any GateAdapter {
         let byKind = Dictionary(adapters.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         return { kind in
             byKind[kind] ?? ScriptedAdapter(kind, script: [.report(.misconfigured("no scripted \(kind) adapter")), .finish])
@@ -104,9 +110,16 @@ public final class ScriptedAdapter: GateAdapter {
             Task.detached { [self] in
                 for step in rest {
                     switch step {
-                    case .wait(let latch): await latch.wait()
-                    case .waitForCancel: await cancelled.wait()
-                    default: playAtOnce(step, ticket: ticket, attempt: index)
+                    case .wait(let latch):
+                        record.withLock { $0[index].isWaiting = true }
+                        await latch.wait()
+                        record.withLock { $0[index].isWaiting = false }
+                    case .waitForCancel:
+                        record.withLock { $0[index].isWaiting = true }
+                        await cancelled.wait()
+                        record.withLock { $0[index].isWaiting = false }
+                    default:
+                        playAtOnce(step, ticket: ticket, attempt: index)
                     }
                     record.withLock { $0[index].stepsDone += 1 }
                 }
