@@ -255,6 +255,7 @@ struct OpeningPipelineTests {
     struct AttemptsCase: CustomTestStringConvertible, Sendable {
         let name: String
         let udpConfigured: Bool
+        var mqttConfigured = true
         let udp: [ScriptedAdapter.Step]
         let mqtt: [ScriptedAdapter.Step]
         let expected: [AttemptSummary]
@@ -264,6 +265,9 @@ struct OpeningPipelineTests {
 
     static let attemptsCases: [AttemptsCase] = [
         AttemptsCase(name: "UDP confirms: UDP alone", udpConfigured: true,
+                     udp: [.send, activated, released, .finish], mqtt: mqttCycle,
+                     expected: [AttemptSummary(.udp, .success, sent: true)], error: nil),
+        AttemptsCase(name: "UDP confirms, MQTT not configured: nothing listed after UDP", udpConfigured: true, mqttConfigured: false,
                      udp: [.send, activated, released, .finish], mqtt: mqttCycle,
                      expected: [AttemptSummary(.udp, .success, sent: true)], error: nil),
         AttemptsCase(name: "UDP refused at once by the network, MQTT confirms", udpConfigured: true,
@@ -286,7 +290,7 @@ struct OpeningPipelineTests {
         let bench = try PipelineBench()
         let udp = ScriptedAdapter(.udp, script: test.udp)
         let mqtt = ScriptedAdapter(.mqtt, script: test.mqtt)
-        let opening = Task { await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config(udp: test.udpConfigured)) }
+        let opening = Task { await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config(udp: test.udpConfigured, mqtt: test.mqttConfigured)) }
         if test.error == .operationTimeout {
             // The unanswered attempt waits for its deadline.
             #expect(await eventually { mqtt.attempts.first?.isWaiting == true })

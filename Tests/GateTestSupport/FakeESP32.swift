@@ -3,7 +3,7 @@ import Foundation
 /// A UDP endpoint the test scripts by hand, standing where the ESP32 would be:
 /// it sees gate's trigger and the port it came from, so a test can answer, stay
 /// silent, or have a third party answer instead.
-public final class FakeESP32 {
+public final class FakeESP32: Sendable {
     public let socket: LoopbackSocket
     public var fd: Int32 { socket.fd }
     public var port: UInt16 { socket.port }
