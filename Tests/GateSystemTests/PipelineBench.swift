@@ -34,10 +34,11 @@ struct PipelineBench {
     /// Runs one opening to its end. A watchdog, not a measurement: an opening still running
     /// after `patience` of real time is recorded as a failure, and the clock is then moved
     /// on until the pipeline gives up, so that a broken rule fails the test instead of
-    /// hanging the run.
+    /// hanging the run. Generous on purpose (see `eventually`): a passing opening never
+    /// waits for it.
     func open(
         _ pipeline: OpeningPipeline, config: GateConfig, request: OpeningRequest = OpeningRequest(source: "test"),
-        patience: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation
+        patience: Duration = .seconds(300), sourceLocation: SourceLocation = #_sourceLocation
     ) async -> OpeningResult {
         let clock = self.clock
         return await withTaskGroup(of: OpeningResult?.self) { group in

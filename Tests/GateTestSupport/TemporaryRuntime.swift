@@ -42,8 +42,13 @@ public final class TemporaryRuntime: Sendable {
 }
 
 /// Polls `condition` (every few milliseconds of real time) until it holds; false if it
-/// still does not after `timeout`, a generous bound, never a measurement.
-public func eventually(within timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+/// still does not after `timeout`, a generous bound, never a measurement: a condition
+/// that holds returns at once.
+///
+/// Two minutes by default because, on a 2-core machine, the cooperative pool has two
+/// threads, and the integration tests that run beside these block them in synchronous
+/// waits for their child processes: a task can then wait tens of seconds for its turn.
+public func eventually(within timeout: Duration = .seconds(120), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now >= deadline { return false }
