@@ -86,6 +86,8 @@ public final class ScriptedAdapter: GateAdapter {
         factory(adapters)
     }
 
+    /// The same, for scripted and real adapters mixed (a `UDPAdapter` on a loopback socket
+    /// beside a scripted MQTT, say).
     public static func factory(_ adapters: [any GateAdapter]) -> @Sendable (AdapterKind) -> any GateAdapter {
         let byKind = Dictionary(adapters.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         return { kind in
