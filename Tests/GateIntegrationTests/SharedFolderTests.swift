@@ -68,6 +68,17 @@ struct SharedFolderTests {
         #expect(try sim.activations().isEmpty)
     }
 
+    @Test("gate doctor opens lock the way an opener does: a planted symlink is a runtime failure naming it")
+    func doctorSymlinkLock() throws {
+        let folders = try SharedFolders()
+        try FileManager.default.createSymbolicLink(atPath: folders.runtime + "/lock", withDestinationPath: "/etc/hostname")
+        let config = try TestConfig.udp(host: "127.0.0.1", port: 8080)
+        let doctor = try DoctorOutcome.run(config: config.path, environment: folders.environment)
+        #expect(doctor["runtime"].status == "fail", "\(doctor.run.summary)")
+        #expect(doctor["runtime"].detail.contains("\(folders.runtime)/lock"), "\(doctor["runtime"].detail)")
+        #expect(doctor["runtime"].detail.contains("it is a symbolic link, not a regular file"), "\(doctor["runtime"].detail)")
+    }
+
     @Test("lock deleted during an opening: a second opener still exits 75, and readers still see the opening")
     func deletedLock() throws {
         let sim = try Simulator(["--hold-ms", "1500"])
@@ -243,7 +254,7 @@ struct SharedFolderTests {
         chmod(config.directory.path, 0o755)
         chmod(config.path, 0o644)
         let gate = try GateRunner.binary().path
-        func asNobody(_ extra: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        func asNobody(_ extra: [String], command: [String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
             // A private /run (tmpfs in a new mount namespace): the machine's /run is never touched.
             let script = """
                 mount -t tmpfs -o mode=0755 gate-test /run || exit 99
@@ -252,7 +263,7 @@ struct SharedFolderTests {
                 """
             let run = try MosquittoBroker.runTool("/usr/bin/env", [
                 "-i", "HOME=/nonexistent", "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=\(scratch)/xdg", "GATE_STATE_DIR=\(scratch)/state",
-            ] + extra + ["/usr/bin/unshare", "-m", "/bin/sh", "-c", script, "sh", gate, "open", "--config", config.path],
+            ] + extra + ["/usr/bin/unshare", "-m", "/bin/sh", "-c", script, "sh", gate] + (command ?? ["open"]) + ["--config", config.path],
                 timeout: .seconds(30))
             return (run.status, run.stdout, run.stderr)
         }
@@ -263,6 +274,13 @@ struct SharedFolderTests {
         #expect(refused.stderr.contains("group gate"), "the message must say why: \(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch + "/xdg/gate"), "no private runtime folder beside the service's")
         #expect(try sim.activations().isEmpty)
+        for command in [["status"], ["history"]] {
+            let other = try asNobody([], command: command)
+            #expect(other.status == 78 && other.stderr.contains("/run/gate"), "\(command): exit \(other.status)\n\(other.stderr)")
+        }
+        let doctor = try DoctorOutcome(GateRun(status: 0, stdout: try asNobody([], command: ["doctor", "--json"]).stdout, stderr: "", wall: .zero))
+        #expect(doctor["runtime"].status == "fail", "\(doctor.findings)")
+        #expect(doctor["runtime"].fix?.contains("usermod -aG gate nobody") == true, "\(doctor["runtime"])")
 
         let overridden = try asNobody(["GATE_RUNTIME_DIR=\(scratch)/own-run"])
         #expect(overridden.status == 0, "exit \(overridden.status)\n\(overridden.stdout)\(overridden.stderr)")

@@ -29,14 +29,17 @@ public struct SharedFileError: Error, Sendable, Hashable, CustomStringConvertibl
         self.problem = problem
     }
 
-    public var description: String {
+    public var description: String { "cannot use \(path): \(reason)" }
+
+    /// The problem alone: `it is a FIFO, not a regular file`.
+    public var reason: String {
         switch problem {
-        case .missing: return "cannot use \(path): it does not exist"
-        case .notRegular(let kind): return "cannot use \(path): it is \(kind), not a regular file"
-        case .notDirectory(let kind): return "cannot use \(path): it is \(kind), not a directory"
-        case .hardLinks(let count): return "cannot use \(path): it has \(count) hard links (a shared file must have exactly one name)"
-        case .tooLarge(let limit): return "cannot use \(path): it is larger than \(limit) bytes"
-        case .system(let error): return "cannot use \(path): \(error)"
+        case .missing: return "it does not exist"
+        case .notRegular(let kind): return "it is \(kind), not a regular file"
+        case .notDirectory(let kind): return "it is \(kind), not a directory"
+        case .hardLinks(let count): return "it has \(count) hard links (a shared file must have exactly one name)"
+        case .tooLarge(let limit): return "it is larger than \(limit) bytes"
+        case .system(let error): return error.description
         }
     }
 }
