@@ -65,6 +65,11 @@ public struct LockRecord: Sendable, Hashable {
         } catch {
             return nil
         }
+        // The file is shared (SPEC §6): what only describes the holder is dropped when it
+        // is not what gate writes; the cooldown's instants are kept.
+        if let pid, pid <= 0 { self.pid = nil }
+        if let source, !SafeText.isLabel(source) { self.source = nil }
+        if let since, !WallTime.isValid(since) { self.since = nil }
     }
 
     public var json: JSONValue {
@@ -81,8 +86,8 @@ public struct LockRecord: Sendable, Hashable {
     public var holderDescription: String {
         var words: [String] = []
         if let pid { words.append("pid \(pid)") }
-        if let source { words.append("(\(source))") }
-        if let since { words.append("since \(since)") }
+        if let source { words.append("(\(SafeText.escaped(source)))") }
+        if let since { words.append("since \(SafeText.escaped(since))") }
         return words.isEmpty ? "another process" : words.joined(separator: " ")
     }
 }

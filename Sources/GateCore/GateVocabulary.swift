@@ -32,7 +32,7 @@ public enum AdapterEvent: Sendable, Hashable {
     /// The ESP32 reported its relay state.
     case relay(RelayState)
     /// The ESP32's address answered something outside the protocol.
-    case invalid(String)
+    case invalid(InvalidAnswer)
     /// The network refused at once (no route, ICMP port unreachable, connect refused):
     /// there is no evidence that a trigger reached the ESP32.
     case unreachable(String)
@@ -45,6 +45,15 @@ public enum AdapterEvent: Sendable, Hashable {
     case withheld(Withholding)
     /// The adapter's budget ran out.
     case deadlineReached
+}
+
+/// What came back outside the protocol (SPEC §1), as the decoders found it.
+public enum InvalidAnswer: Sendable, Hashable {
+    case emptyDatagram
+    /// A datagram byte other than `0x01`/`0x00`.
+    case unexpectedByte(UInt8)
+    /// A status payload other than `1`/`0`: its first bytes (trimmed) and its length.
+    case unexpectedPayload([UInt8], count: Int, topic: String)
 }
 
 /// Why an adapter sent nothing although it could have (SPEC §2 "Evidence and time").
@@ -82,6 +91,8 @@ public enum AttemptReason: Sendable, Hashable {
     case offLink(host: String)
     /// The adapter's own account: a name that did not resolve, a refused connection…
     case adapter(String)
+    /// The ESP32 answered outside the protocol.
+    case invalid(InvalidAnswer)
     case noAnswer(budget: Duration)
     /// `1` seen, `0` not within the budget.
     case noRelease(budget: Duration)

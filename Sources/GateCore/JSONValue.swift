@@ -54,8 +54,9 @@ public enum JSONValue: Sendable, Hashable {
         output += "\""
         // Most strings (states, times, adapters, messages) need no escape: copied whole.
         // Appending scalar by scalar cost 450 instructions each (callgrind), a third
-        // of a status file's write. 0xE2 may begin U+2028 or U+2029: the slow path decides.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }) {
+        // of a status file's write. Non-ASCII may hold a C1 control or an invisible format
+        // character (U+009B, U+202E, U+2028): the slow path decides.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 >= 0x7F }) {
             output += string
             output += "\""
             return
@@ -68,9 +69,18 @@ public enum JSONValue: Sendable, Hashable {
             case "\r": output += "\\r"
             case "\t": output += "\\t"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7f || scalar.value == 0x2028 || scalar.value == 0x2029 {
-                    let hex = String(scalar.value, radix: 16)
-                    output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                if SafeText.isUnsafe(scalar) {
+                    // Never raw on a terminal that shows the JSON (`gate history --json`).
+                    func escape(_ unit: UInt32) {
+                        let hex = String(unit, radix: 16)
+                        output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    }
+                    if scalar.value > 0xFFFF {
+                        escape(0xD800 + ((scalar.value - 0x10000) >> 10))
+                        escape(0xDC00 + ((scalar.value - 0x10000) & 0x3FF))
+                    } else {
+                        escape(scalar.value)
+                    }
                 } else {
                     output.unicodeScalars.append(scalar)
                 }

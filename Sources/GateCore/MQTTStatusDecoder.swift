@@ -9,7 +9,7 @@ public enum MQTTStatusDecoder {
         let trimmed = payload[start..<end]
         if trimmed.elementsEqual([0x31]) { return .relay(.activated) }
         if trimmed.elementsEqual([0x30]) { return .relay(.released) }
-        return .invalid("the ESP32 published \(shown(trimmed)) on \(topic), expected 1 or 0")
+        return .invalid(.unexpectedPayload(Array(trimmed.prefix(32)), count: trimmed.count, topic: topic))
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {
@@ -17,16 +17,19 @@ public enum MQTTStatusDecoder {
     }
 
     /// A short, printable rendering of an unexpected payload.
-    static func shown(_ bytes: ArraySlice<UInt8>) -> String {
-        if bytes.isEmpty { return "an empty payload" }
+    /// - Parameters:
+    ///   - bytes: the payload, or its first bytes;
+    ///   - count: the whole payload's length.
+    static func shown(_ bytes: ArraySlice<UInt8>, count: Int) -> String {
+        if count == 0 { return "an empty payload" }
         let printable = bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7f }
-        if printable && bytes.count <= 32 {
+        if printable && count <= 32 {
             return "\"" + String(decoding: bytes, as: UTF8.self) + "\""
         }
         let hex = bytes.prefix(16).map { byte -> String in
             let text = String(byte, radix: 16)
             return text.count == 1 ? "0" + text : text
         }.joined(separator: " ")
-        return "\(bytes.count) bytes (\(hex)\(bytes.count > 16 ? " …" : ""))"
+        return "\(count) bytes (\(hex)\(count > 16 ? " …" : ""))"
     }
 }

@@ -175,7 +175,7 @@ public struct OpeningMachine: Sendable {
                             reason: .releaseBeforeActivation, error: .invalidResponse)
             case .invalid(let description):
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: .adapter(description), error: .invalidResponse)
+                            reason: .invalid(description), error: .invalidResponse)
             case .unreachable(let reason):
                 return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .unreachable, reason: .adapter(reason))
             case .lost(let reason):
@@ -208,7 +208,7 @@ public struct OpeningMachine: Sendable {
                 return succeed(index: index, attemptStart: attemptStart, now: now)
             case .invalid(let description):
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: .adapter(description), error: .invalidResponse)
+                            reason: .invalid(description), error: .invalidResponse)
             case .unreachable(let reason), .lost(let reason), .misconfigured(let reason):
                 // The relay is known to be on: no fallback, whatever broke afterwards.
                 return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,

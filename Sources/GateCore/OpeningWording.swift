@@ -10,6 +10,8 @@ extension AttemptReason: CustomStringConvertible {
             return "\(host) is not on a directly connected network"
         case .adapter(let words):
             return words
+        case .invalid(let answer):
+            return answer.description
         case .noAnswer(let budget):
             return "no answer within \(budget.humanReadable)"
         case .noRelease(let budget):
@@ -24,6 +26,19 @@ extension AttemptReason: CustomStringConvertible {
             return "the trigger was sent, then: \(words)"
         case .withheld(let why):
             return why.description
+        }
+    }
+}
+
+extension InvalidAnswer: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .emptyDatagram:
+            return "the ESP32 sent an empty datagram"
+        case .unexpectedByte(let byte):
+            return "the ESP32 answered byte \(UDPReplyDecoder.hex(byte)), expected 0x01 or 0x00"
+        case .unexpectedPayload(let payload, let count, let topic):
+            return "the ESP32 published \(MQTTStatusDecoder.shown(payload[...], count: count)) on \(topic), expected 1 or 0"
         }
     }
 }

@@ -19,7 +19,7 @@ public struct RelayObserver: Sendable, Hashable {
     public enum Report: Sendable, Hashable {
         case activated
         case released
-        case invalid(String)
+        case invalid(InvalidAnswer)
     }
 
     public enum Event: Sendable, Hashable {
@@ -36,7 +36,7 @@ public struct RelayObserver: Sendable, Hashable {
         /// Deliver `.timerFired` at this instant; replaces any earlier timer.
         case armTimer(at: MonotonicInstant)
         /// Something outside the protocol was published; log it.
-        case ignoredInvalid(String)
+        case ignoredInvalid(InvalidAnswer)
     }
 
     public let releaseBudget: Duration

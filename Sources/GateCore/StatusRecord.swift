@@ -67,6 +67,16 @@ public struct StatusRecord: Sendable, Hashable {
         } catch {
             return nil
         }
+        guard isPlausible else { return nil }
+    }
+
+    /// Whether every member is what gate writes (SPEC §6: the file is shared, so it is not
+    /// trusted): real times within `WallTime.years`, labels (`SafeText.isLabel`), a
+    /// positive pid.
+    var isPlausible: Bool {
+        WallTime.isValid(since) && (resetAt.map(WallTime.isValid) ?? true)
+            && (source.map(SafeText.isLabel) ?? true) && (adapter.map(SafeText.isLabel) ?? true)
+            && (pid.map { $0 > 0 } ?? true)
     }
 
     /// What a reader should show (SPEC §6): `timeout`/`error` past `reset_at` are
@@ -115,6 +125,10 @@ public struct StatusRecord: Sendable, Hashable {
         ])
     }
 
+    /// The durations a shared file may record, in milliseconds: an opening lasts
+    /// seconds; a day is far beyond any budget and still prints as a number people read.
+    public static let plausibleDurations: ClosedRange<Int64> = 0...86_400_000
+
     /// The state when nothing has ever been written: ready, no history.
     public static func initial(now: String) -> StatusRecord {
         StatusRecord(state: .ready, since: now, source: nil, pid: nil, adapter: nil, resetAt: nil, last: nil)
@@ -134,6 +148,9 @@ extension StatusRecord.Last {
         } catch {
             return nil
         }
+        guard WallTime.isValid(finishedAt), SafeText.isLabel(source), error.map(SafeText.isLabel) ?? true,
+              adapter.map(SafeText.isLabel) ?? true, durationMs.map(StatusRecord.plausibleDurations.contains) ?? true
+        else { return nil }
     }
 
     public var json: JSONValue {

@@ -6,7 +6,7 @@
 public enum UDPReplyDecoder {
     public static func events(for datagram: some Collection<UInt8>) -> [AdapterEvent] {
         if datagram.isEmpty {
-            return [.invalid("the ESP32 sent an empty datagram")]
+            return [.invalid(.emptyDatagram)]
         }
         var events: [AdapterEvent] = []
         events.reserveCapacity(datagram.count)
@@ -16,7 +16,7 @@ public enum UDPReplyDecoder {
             case 0x00: events.append(.relay(.released))
             default:
                 // Past the first unknown byte the rest cannot be trusted either.
-                events.append(.invalid("the ESP32 answered byte \(hex(byte)), expected 0x01 or 0x00"))
+                events.append(.invalid(.unexpectedByte(byte)))
                 return events
             }
         }

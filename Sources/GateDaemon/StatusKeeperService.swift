@@ -61,8 +61,18 @@ struct StatusKeeperService: Service, CustomStringConvertible {
     private func tidy() -> Duration? {
         let paths = context.paths
         let now = WallClock.iso8601()
-        guard let record = StatusFile.read(paths.statusFile) else {
-            // No file yet (a fresh boot): widgets get a `ready` to show.
+        let loaded: StatusRecord?
+        switch StatusFile.load(paths.statusFile) {
+        case .success(let record):
+            loaded = record
+        case .failure(let error):
+            // A FIFO, a link…: replaced by a valid file (rename never follows it).
+            context.logger.warning("the status file cannot be used; writing a new one", metadata: ["error": "\(error)"])
+            loaded = nil
+        }
+        guard let record = loaded else {
+            // No file yet (a fresh boot), or one that holds no valid record: widgets get a
+            // `ready` to show.
             rewrite { StatusFile.read(paths.statusFile) == nil ? .initial(now: now) : nil }
             return nil
         }

@@ -38,37 +38,18 @@ public enum WallClock {
             + "T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
     }
 
-    /// Reads back what `iso8601` writes (`2026-11-21T10:00:00.123Z`); nil for anything else.
+    /// Reads back what `iso8601` writes (`2026-11-21T10:00:00.123Z`); nil for anything
+    /// else, and for a time outside what `Int64` nanoseconds hold (`WallTime`): such a
+    /// time comes from a hostile or broken file and is invalid, never a crash.
     public static func nanoseconds(fromISO8601 text: String) -> Int64? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 24, bytes[4] == 0x2d, bytes[7] == 0x2d, bytes[10] == 0x54, bytes[13] == 0x3a,
-              bytes[16] == 0x3a, bytes[19] == 0x2e, bytes[23] == 0x5a else { return nil }
-        func number(_ range: Range<Int>) -> Int32? {
-            var value: Int32 = 0
-            for byte in bytes[range] {
-                guard byte >= 0x30, byte <= 0x39 else { return nil }
-                value = value * 10 + Int32(byte - 0x30)
-            }
-            return value
-        }
-        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-              let minute = number(14..<16), let second = number(17..<19), let millis = number(20..<23) else { return nil }
-        var parts = tm()
-        parts.tm_year = year - 1900
-        parts.tm_mon = month - 1
-        parts.tm_mday = day
-        parts.tm_hour = hour
-        parts.tm_min = minute
-        parts.tm_sec = second
-        let seconds = timegm(&parts)
-        guard seconds != -1 else { return nil }
-        return Int64(seconds) * 1_000_000_000 + Int64(millis) * 1_000_000
+        WallTime.nanoseconds(fromISO8601: text)
     }
 
     /// How long until the wall-clock instant `text` (zero when it is past).
     public static func duration(until text: String) -> Duration? {
         guard let then = nanoseconds(fromISO8601: text) else { return nil }
-        return .nanoseconds(max(0, then - nowNanoseconds()))
+        let (left, overflow) = then.subtractingReportingOverflow(nowNanoseconds())
+        return .nanoseconds(overflow ? .max : max(0, left))
     }
 }
 

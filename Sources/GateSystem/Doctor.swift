@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import GateCore
 import Logging
 
@@ -93,6 +96,12 @@ public enum Doctor {
         case .success(let paths):
             let (folder, lock, sharedUnwritable) = DoctorProbe.runtime(paths, environment: environment)
             runtime = DoctorVerdict.runtime(folder, lock: lock, sharedUnwritable: sharedUnwritable, user: user)
+        case .failure(let error) where error.unusableShared != nil:
+            // /run/gate exists but this account cannot use it: openings refuse to run (exit 78).
+            let shared = error.unusableShared ?? RuntimePaths.sharedRuntimeDirectory
+            var state = DoctorProbe.folderState(shared)
+            if case .writable = state { state = .notWritable(why: "access: \(SystemError.text(for: EACCES))") }
+            runtime = DoctorVerdict.runtime(FolderFacts(path: shared, origin: .shared, state: state), lock: .absent, sharedUnwritable: nil, user: user)
         case .failure(let error):
             runtime = DoctorVerdict.unresolved(.runtime, error.message)
         }

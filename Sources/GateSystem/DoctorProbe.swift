@@ -53,13 +53,16 @@ public enum DoctorProbe {
         }
         let folder = FolderFacts(path: paths.runtimeDirectory, origin: origin, state: folderState(paths.runtimeDirectory))
         let lock: LockFacts
-        if access(paths.lockFile, F_OK) != 0 {
-            lock = .absent
-        } else if access(paths.lockFile, R_OK | W_OK) == 0 {
+        // Opened the way an opener opens it (SharedFile: no link followed, a regular file).
+        switch SharedFile.open(paths.lockFile, access: .readWrite) {
+        case .success(let fd):
+            close(fd)
             // A shared flock taken and dropped at once: it never blocks an opener for long.
             lock = .usable(heldNow: OpeningLock.isHeld(path: paths.lockFile))
-        } else {
-            lock = .notUsable(path: paths.lockFile, why: SystemError("access").description)
+        case .failure(let error) where error.problem == .missing:
+            lock = .absent
+        case .failure(let error):
+            lock = .notUsable(path: paths.lockFile, why: error.reason)
         }
         return (folder, lock, sharedUnwritable)
     }

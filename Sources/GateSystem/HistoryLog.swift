@@ -4,96 +4,75 @@ import Glibc
 import GateCore
 
 /// One line per opening in `history.jsonl` (SPEC §6), bounded in size: past
-/// `maximumBytes` the newest half is kept. Written by the lock holder only, so
-/// appends and trims never race each other.
+/// `maximumBytes` the newest entries that fit in half of it are kept. Written by the
+/// lock holder only, so appends and trims never race each other.
+///
+/// Every member of group `gate` can append to the file, so it is read from its end
+/// backward (`HistoryTail`), skipping whatever is not an entry: the most recent
+/// openings stay readable, and trimming never needs the whole file, whatever was
+/// appended (up to `scanBytes` of it after the last opening).
 public enum HistoryLog {
+    public typealias Entry = HistoryEntry
+
     public static let maximumBytes = 256 * 1024
+    /// How far back from the end readers and trimming look for entries.
+    public static let scanBytes = 16 * maximumBytes
 
-    public struct Entry: Sendable, Hashable {
-        public var at: String
-        public var source: String
-        public var uid: UInt32?
-        public var adapter: String?
-        public var outcome: String
-        public var error: String?
-        public var durationMs: Int64
-
-        public init(at: String, source: String, uid: UInt32?, adapter: String?, outcome: String, error: String?, durationMs: Int64) {
-            self.at = at
-            self.source = source
-            self.uid = uid
-            self.adapter = adapter
-            self.outcome = outcome
-            self.error = error
-            self.durationMs = durationMs
+    public static func append(_ entry: Entry, to path: String) -> SharedFileError? {
+        let fd: Int32
+        switch SharedFile.open(path, access: .append, create: 0o664) {
+        case .success(let opened): fd = opened
+        case .failure(let error): return error
         }
-
-        /// One line of `history.jsonl` (`JSONValue.parse`); `nil` when it is not one.
-        public init?(json: JSONValue) {
-            do {
-                self.init(
-                    at: try json.requiredString("at"), source: try json.requiredString("source"),
-                    uid: try json.optionalInteger("uid", as: UInt32.self), adapter: try json.optionalString("adapter"),
-                    outcome: try json.requiredString("outcome"), error: try json.optionalString("error"),
-                    durationMs: try json.requiredInteger("duration_ms", as: Int64.self)
-                )
-            } catch {
-                return nil
-            }
-        }
-
-        public var json: JSONValue {
-            .object([
-                ("at", .string(at)),
-                ("source", .string(source)),
-                ("uid", uid.map { .int(Int64($0)) } ?? .null),
-                ("adapter", .string(adapter)),
-                ("outcome", .string(outcome)),
-                ("error", .string(error)),
-                ("duration_ms", .int(durationMs)),
-            ])
-        }
-    }
-
-    public static func append(_ entry: Entry, to path: String) -> SystemError? {
-        let line = Array((entry.json.serialized() + "\n").utf8)
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o664)
-        guard fd >= 0 else { return SystemError("open \(path)") }
-        var owner = stat()
-        if fstat(fd, &owner) == 0, owner.st_uid == geteuid(), owner.st_mode & 0o777 != 0o664 {
-            // umask would take the group's write bit: other members of `gate` must append too.
-            _ = fchmod(fd, 0o664)
-        }
-        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let failure = written == line.count ? nil : SystemError("write \(path)")
+        defer { close(fd) }
+        var line = Array((entry.json.serialized() + "\n").utf8)
         var info = stat()
-        let size = fstat(fd, &info) == 0 ? Int(info.st_size) : 0
-        close(fd)
-        if failure == nil, size > maximumBytes {
-            return trim(path)
+        guard fstat(fd, &info) == 0 else { return SharedFileError(path: path, problem: .system(SystemError("fstat"))) }
+        // A line someone left without its newline must not swallow this one.
+        var last: UInt8 = 0x0a
+        if info.st_size > 0, pread(fd, &last, 1, off_t(info.st_size - 1)) == 1, last != 0x0a {
+            line.insert(0x0a, at: 0)
         }
-        return failure
+        if let failure = SharedFile.writeAll(fd, line, path: path) { return failure }
+        guard fstat(fd, &info) == 0 else { return SharedFileError(path: path, problem: .system(SystemError("fstat"))) }
+        return Int(info.st_size) > maximumBytes ? trim(fd, path: path) : nil
     }
 
-    /// The newest `limit` entries, oldest first; unreadable lines are skipped.
+    /// The newest `limit` entries, oldest first; lines that are not entries are
+    /// skipped; no file yet is no entries.
+    public static func load(_ path: String, limit: Int) -> Result<[Entry], SharedFileError> {
+        let fd: Int32
+        switch SharedFile.open(path, access: .readOnly) {
+        case .success(let opened): fd = opened
+        case .failure(let error) where error.problem == .missing: return .success([])
+        case .failure(let error): return .failure(error)
+        }
+        defer { close(fd) }
+        var tail = HistoryTail(limit: limit)
+        if let failure = SharedFile.readBackward(fd, path: path, maximumBytes: scanBytes, { chunk, atStart in
+            tail.feed(chunk, atStart: atStart)
+            return !tail.isSatisfied
+        }) {
+            return .failure(failure)
+        }
+        return .success(tail.entries)
+    }
+
+    /// The newest `limit` entries, oldest first; none when the file cannot be read.
     public static func read(_ path: String, limit: Int) -> [Entry] {
-        guard limit > 0, case .success(let bytes) = FileBytes.read(path, limit: 4 * maximumBytes) else { return [] }
-        var entries: [Entry] = []
-        for line in bytes.split(separator: 0x0a).suffix(limit) {
-            if let json = JSONValue.parse(Array(line)), let entry = Entry(json: json) {
-                entries.append(entry)
-            }
-        }
-        return entries
+        (try? load(path, limit: limit).get()) ?? []
     }
 
-    static func trim(_ path: String) -> SystemError? {
-        guard case .success(let bytes) = FileBytes.read(path, limit: 4 * maximumBytes) else { return nil }
-        var kept = bytes.suffix(maximumBytes / 2)
-        // Start at a line boundary: never keep half an entry.
-        if let newline = kept.firstIndex(of: 0x0a) {
-            kept = kept[(newline + 1)...]
+    /// Keeps the newest entries that fit in half of `maximumBytes` (junk dropped), by
+    /// replacing the file: read from `fd`, the file just appended to.
+    static func trim(_ fd: Int32, path: String) -> SharedFileError? {
+        var tail = HistoryTail(limit: .max, byteBudget: maximumBytes / 2)
+        if let failure = SharedFile.readBackward(fd, path: path, maximumBytes: scanBytes, { chunk, atStart in
+            tail.feed(chunk, atStart: atStart)
+            return !tail.isSatisfied
+        }) {
+            return failure
         }
-        return AtomicFile.write(Array(kept), to: path, mode: 0o664)
+        return SharedFile.replace(path, with: tail.text, mode: 0o664)
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import GateCore
 import Logging
 import Synchronization
 
@@ -52,7 +53,7 @@ public struct StderrLogHandler: LogHandler {
             merged.merge(extra) { _, new in new }
         }
         var line = journald ? "<\(Self.priority(event.level))>" : "\(program): \(event.level): "
-        line += "\(event.message)"
+        line += SafeText.escaped("\(event.message)")
         for key in merged.keys.sorted() {
             line += " \(key)=\(Self.quoted("\(merged[key]!)"))"
         }
@@ -73,17 +74,18 @@ public struct StderrLogHandler: LogHandler {
         }
     }
 
-    /// Values with spaces are quoted so that `key=value` pairs stay parseable.
+    /// Values with spaces are quoted so that `key=value` pairs stay parseable; control
+    /// characters (C0 with `\r` and `\n`, DEL, C1 such as U+009B) and invisible format
+    /// characters are escaped (`SafeText.escaped`), so that a value read from a shared
+    /// file can neither forge a log line nor drive the terminal that shows it.
     static func quoted(_ value: String) -> String {
-        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) else { return value }
+        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { scalar in
+            scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\" || SafeText.isUnsafe(scalar)
+        }
+        guard needsQuotes else { return value }
         var text = "\""
-        for character in value {
-            switch character {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            default: text.append(character)
-            }
+        for character in SafeText.escaped(value).unicodeScalars {
+            if character == "\"" { text += "\\\"" } else { text.unicodeScalars.append(character) }
         }
         return text + "\""
     }

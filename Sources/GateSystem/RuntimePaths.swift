@@ -19,19 +19,34 @@ public struct RuntimePaths: Sendable, Hashable {
         self.stateDirectory = stateDirectory
     }
 
-    /// `$GATE_RUNTIME_DIR`, else `/run/gate` when it exists and is writable, else
-    /// `$XDG_RUNTIME_DIR/gate`; `$GATE_STATE_DIR`, else `/var/lib/gate` when writable,
-    /// else `$XDG_STATE_HOME/gate` (`~/.local/state/gate`).
+    /// The folder the deploy files make for the service, shell users and widgets.
+    public static let sharedRuntimeDirectory = "/run/gate"
+
+    /// `$GATE_RUNTIME_DIR`, else `/run/gate` when it exists, else `$XDG_RUNTIME_DIR/gate`;
+    /// `$GATE_STATE_DIR`, else `/var/lib/gate` when writable, else `$XDG_STATE_HOME/gate`
+    /// (`~/.local/state/gate`).
+    ///
+    /// A `/run/gate` that exists but that this account cannot use (not in group `gate`,
+    /// or not logged in again since joining it) is an error (SPEC §6): a private lock
+    /// beside the service's would let two openings run at once.
     public static func resolve(environment: [String: String] = ProcessEnvironment.current()) -> Result<RuntimePaths, RuntimePathError> {
         let runtime: String
+        let shared = sharedRuntimeDirectory
+        var info = stat()
         if let explicit = nonEmpty(environment["GATE_RUNTIME_DIR"]) {
             runtime = explicit
-        } else if isWritableDirectory("/run/gate") {
-            runtime = "/run/gate"
+        } else if lstat(shared, &info) == 0 {
+            guard isUsableDirectory(shared) else {
+                return .failure(RuntimePathError(message: "cannot use \(shared): it exists but \(accountDescription()) cannot "
+                    + "read, write and search it, so openings from this account would not share the lock and the status "
+                    + "with the service; join the group gate (sudo usermod -aG gate \(accountName() ?? "USER"), then log in "
+                    + "again) or set $GATE_RUNTIME_DIR", unusableShared: shared))
+            }
+            runtime = shared
         } else if let xdg = nonEmpty(environment["XDG_RUNTIME_DIR"]) {
             runtime = xdg + "/gate"
         } else {
-            return .failure(RuntimePathError(message: "no runtime folder: /run/gate is missing or not writable and $XDG_RUNTIME_DIR is not set "
+            return .failure(RuntimePathError(message: "no runtime folder: /run/gate is missing and $XDG_RUNTIME_DIR is not set "
                 + "(install the deploy files, join the group gate, or set $GATE_RUNTIME_DIR)"))
         }
         let state: String
@@ -65,6 +80,23 @@ public struct RuntimePaths: Sendable, Hashable {
         return value
     }
 
+    /// A folder whose lock and files this account can use: read (to lock the folder
+    /// itself), write and search.
+    static func isUsableDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR && access(path, R_OK | W_OK | X_OK) == 0
+    }
+
+    /// `nobody (uid 65534)`.
+    static func accountDescription() -> String {
+        accountName().map { "\($0) (uid \(geteuid()))" } ?? "uid \(geteuid())"
+    }
+
+    static func accountName() -> String? {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
+    }
+
     static func isWritableDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR && access(path, W_OK | X_OK) == 0
@@ -86,5 +118,12 @@ public struct RuntimePaths: Sendable, Hashable {
 
 public struct RuntimePathError: Error, Sendable, CustomStringConvertible {
     public var message: String
+    /// The shared runtime folder, when it exists but this account cannot use it.
+    public var unusableShared: String?
     public var description: String { message }
+
+    public init(message: String, unusableShared: String? = nil) {
+        self.message = message
+        self.unusableShared = unusableShared
+    }
 }

@@ -6,47 +6,43 @@ import GateCore
 /// `status.json`, replaced atomically on every change (SPEC §6): written to a
 /// temporary file in the same folder, fsynced, renamed over the old one. A reader
 /// sees the old file or the new one, never a torn one.
+///
+/// The runtime folder is shared, so the file goes through `SharedFile`: a link, a FIFO
+/// or a device where it should be is an error that names it (never followed, never a
+/// hang), and a record whose members are not what gate writes is no record.
 public enum StatusFile {
-    public static func write(_ record: StatusRecord, to path: String) -> SystemError? {
-        AtomicFile.write(Array((record.json.serialized() + "\n").utf8), to: path, mode: 0o664)
+    /// The largest status file a reader accepts; gate writes a few hundred bytes.
+    public static let limit = 64 * 1024
+
+    public static func write(_ record: StatusRecord, to path: String) -> SharedFileError? {
+        SharedFile.replace(path, with: Array((record.json.serialized() + "\n").utf8), mode: 0o664)
+    }
+
+    /// The record as written; `nil` when there is no file yet or it holds no valid
+    /// record; an error when the file cannot be used (not a regular file, too large…).
+    public static func load(_ path: String) -> Result<StatusRecord?, SharedFileError> {
+        switch SharedFile.read(path, limit: limit) {
+        case .success(let bytes):
+            return .success(JSONValue.parse(bytes).flatMap(StatusRecord.init(json:)))
+        case .failure(let error) where error.problem == .missing:
+            return .success(nil)
+        case .failure(let error):
+            return .failure(error)
+        }
     }
 
     /// The record as written, or `nil` when there is none yet (or it cannot be read).
     public static func read(_ path: String) -> StatusRecord? {
-        guard case .success(let bytes) = FileBytes.read(path, limit: 64 * 1024) else { return nil }
-        return JSONValue.parse(bytes).flatMap(StatusRecord.init(json:))
+        guard case .success(let record) = load(path) else { return nil }
+        return record
     }
 
-    /// What readers show: the rules of SPEC §6 applied to the file and the lock.
-    public static func effective(paths: RuntimePaths, now: String = WallClock.iso8601()) -> StatusRecord {
-        guard let record = read(paths.statusFile) else { return .initial(now: now) }
-        return record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile))
-    }
-}
-
-/// Whole-file replacement by rename.
-public enum AtomicFile {
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t) -> SystemError? {
-        let directory = ConfigLocator.directory(of: path)
-        var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { return SystemError("mkstemp in \(directory)") }
-        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var failure: SystemError?
-        var offset = 0
-        while offset < bytes.count, failure == nil {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno != EINTR { failure = SystemError("write \(temporary)") }
-            } else {
-                offset += written
-            }
+    /// What readers show: the rules of SPEC §6 applied to the file and the lock; an
+    /// error when the file cannot be used.
+    public static func effective(paths: RuntimePaths, now: String = WallClock.iso8601()) -> Result<StatusRecord, SharedFileError> {
+        load(paths.statusFile).map { record in
+            guard let record else { return .initial(now: now) }
+            return record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile))
         }
-        if failure == nil, fchmod(fd, mode) != 0 { failure = SystemError("fchmod \(temporary)") }
-        if failure == nil, fsync(fd) != 0 { failure = SystemError("fsync \(temporary)") }
-        close(fd)
-        if failure == nil, rename(temporary, path) != 0 { failure = SystemError("rename to \(path)") }
-        if failure != nil { unlink(temporary) }
-        return failure
     }
 }

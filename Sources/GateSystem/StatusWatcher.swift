@@ -32,6 +32,8 @@ public final class StatusWatcher {
     /// When the status file was first seen missing: a stable `since` for the initial
     /// record, so that a JSON watcher does not print a new line on every wake-up.
     private var missingSince: String?
+    /// The status file's problem last said on stderr.
+    private var lastProblem: SharedFileError?
 
     public init(paths: RuntimePaths, render: @escaping (StatusRecord) -> String) {
         self.paths = paths
@@ -53,27 +55,41 @@ public final class StatusWatcher {
         guard inotify >= 0 else { return .failed(SystemError("inotify_init1")) }
         while true {
             watchFolder()
-            let record = current()
-            let line = render(record)
-            if line != lastLine {
-                if let end = emit(line) { return end }
-                lastLine = line
+            switch current() {
+            case .success(let record):
+                lastProblem = nil
+                let line = render(record)
+                if line != lastLine {
+                    if let end = emit(line) { return end }
+                    lastLine = line
+                }
+                if let end = wait(milliseconds: wakeAfter(record)) { return end }
+            case .failure(let problem):
+                // Said once on stderr; the last line shown stays until the file is usable.
+                if problem != lastProblem { Terminal.printError("gate: \(problem)") }
+                lastProblem = problem
+                if let end = wait(milliseconds: Self.recheckMilliseconds) { return end }
             }
-            if let end = wait(milliseconds: wakeAfter(record)) { return end }
         }
     }
 
     // MARK: state
 
-    /// The effective record (SPEC §6); ready when there is no status file.
-    private func current() -> StatusRecord {
+    /// The effective record (SPEC §6); ready when there is no status file; an error when
+    /// the file cannot be used (a FIFO, a link…).
+    private func current() -> Result<StatusRecord, SharedFileError> {
         let now = WallClock.iso8601()
-        guard let record = StatusFile.read(paths.statusFile) else {
+        let record: StatusRecord?
+        switch StatusFile.load(paths.statusFile) {
+        case .success(let loaded): record = loaded
+        case .failure(let error): return .failure(error)
+        }
+        guard let record else {
             if missingSince == nil { missingSince = now }
-            return .initial(now: missingSince ?? now)
+            return .success(.initial(now: missingSince ?? now))
         }
         missingSince = nil
-        return record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile))
+        return .success(record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile)))
     }
 
     /// The poll timeout in milliseconds: until `reset_at`; every second while busy, or

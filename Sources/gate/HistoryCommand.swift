@@ -10,6 +10,12 @@ struct HistoryCommand: ParsableCommand {
             Read from history.jsonl in the state folder ($GATE_STATE_DIR, else /var/lib/gate \
             when writable, else $XDG_STATE_HOME/gate). Oldest first. With --json, one JSON \
             array of the N most recent entries.
+
+            The file is appended to by every member of the group gate: it is read from its \
+            end, and lines that are not entries as gate writes them (control characters, \
+            overlong fields, times out of range) are skipped. Exit codes: 0 shown; 64 bad \
+            command line; 74 the history file cannot be used (not a regular file); 78 no \
+            folder can be found.
             """
     )
 
@@ -36,7 +42,13 @@ struct HistoryCommand: ParsableCommand {
             Terminal.printError("gate: \(error.message)")
             throw ExitCode(ExitStatus.configuration)
         }
-        let entries = HistoryLog.read(paths.historyFile, limit: limit)
+        let entries: [HistoryLog.Entry]
+        switch HistoryLog.load(paths.historyFile, limit: limit) {
+        case .success(let loaded): entries = loaded
+        case .failure(let error):
+            Terminal.printError("gate: \(error)")
+            throw ExitCode(74)  // EX_IOERR
+        }
         if json {
             Terminal.printLine(JSONValue.array(entries.map(\.json)).serialized())
             return
@@ -46,9 +58,11 @@ struct HistoryCommand: ParsableCommand {
             return
         }
         for entry in entries {
-            let who = entry.uid.map { "\(entry.source) (uid \($0))" } ?? entry.source
-            let outcome = entry.error.map { "\(entry.outcome) (\($0))" } ?? entry.outcome
-            Terminal.printLine("\(entry.at)  \(who)  \(entry.adapter ?? "-")  \(outcome)  \(entry.durationMs) ms")
+            // Validated when read; escaped all the same: the file is shared (SPEC §6).
+            let safe = SafeText.escaped
+            let who = entry.uid.map { "\(safe(entry.source)) (uid \($0))" } ?? safe(entry.source)
+            let outcome = entry.error.map { "\(safe(entry.outcome)) (\(safe($0)))" } ?? safe(entry.outcome)
+            Terminal.printLine("\(safe(entry.at))  \(who)  \(entry.adapter.map(safe) ?? "-")  \(outcome)  \(entry.durationMs) ms")
         }
     }
 }

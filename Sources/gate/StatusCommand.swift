@@ -27,8 +27,15 @@ struct StatusCommand: ParsableCommand {
             events on the runtime folder (no polling of the file), and exits 0 when its \
             reader closes the pipe.
 
+            The status file is shared by the group gate and not trusted: a FIFO, a link or \
+            anything else than a regular file there is an error naming it (with --watch, said \
+            on stderr until the file is usable again), and a record whose members are not what \
+            gate writes (a time out of range, control characters) is shown as no record.
+
             Exit codes: 0 shown (or the watch's reader went away); 64 bad command line; \
-            74 the runtime folder cannot be watched or stdout fails; 78 no runtime folder can be found.
+            74 the status file cannot be used, the runtime folder cannot be watched or stdout \
+            fails; 78 no runtime folder can be found, or /run/gate exists but this account \
+            cannot use it.
             """
     )
 
@@ -54,8 +61,14 @@ struct StatusCommand: ParsableCommand {
         let clock = StatusClock.local
         let format = self.format
         guard watch else {
-            Terminal.printLine(format.render(StatusFile.effective(paths: paths), clock: clock))
-            return
+            switch StatusFile.effective(paths: paths) {
+            case .success(let record):
+                Terminal.printLine(format.render(record, clock: clock))
+                return
+            case .failure(let error):
+                Terminal.printError("gate: \(error)")
+                throw ExitCode(74)  // EX_IOERR
+            }
         }
         let watcher = StatusWatcher(paths: paths) { format.renderUpdate($0, clock: clock) }
         switch watcher.run() {

@@ -10,6 +10,12 @@ public func fuzzStatusFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     }
     guard reread.serialized() == value.serialized() else { fatalError("a value changed on a round trip: \(value.serialized())") }
     guard let record = StatusRecord(json: value) else { return 0 }
+    // The file is shared (SPEC §6): a record that was accepted holds only what gate writes.
+    let texts = [record.source, record.adapter, record.last?.source, record.last?.error, record.last?.adapter].compactMap { $0 }
+    guard texts.allSatisfy(SafeText.isLabel), WallTime.isValid(record.since), record.resetAt.map(WallTime.isValid) ?? true,
+          record.last.map({ WallTime.isValid($0.finishedAt) }) ?? true else {
+        fatalError("a status record with hostile members was accepted: \(record)")
+    }
     guard let again = JSONValue.parse(Array(record.json.serialized().utf8)).flatMap(StatusRecord.init(json:)) else {
         fatalError("a record that was read back does not decode: \(record.json.serialized())")
     }
@@ -19,8 +25,11 @@ public func fuzzStatusFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             let shown = record.effective(now: now, lockHeld: held)
             if shown.effective(now: now, lockHeld: held) != shown { fatalError("effective is not idempotent") }
             for format in StatusFormat.allCases {
-                _ = format.render(shown)
-                _ = format.renderUpdate(shown)
+                // What a panel or a terminal shows: no control character but line ends.
+                for text in [format.render(shown), format.renderUpdate(shown)]
+                where text.unicodeScalars.contains(where: { $0 != "\n" && SafeText.isUnsafe($0) }) {
+                    fatalError("\(format) printed a control character: \(text.debugDescription)")
+                }
             }
         }
     }

@@ -31,7 +31,8 @@ public func fuzzUDPReplies(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     apply(machine.handle(.start(at: now)))
     apply(machine.handle(.adapter(.udp, .sent, at: now)))
     // Each datagram: a length byte, then that many bytes; a length of 0xff stands for
-    // the budget running out, 0xfe for an immediate network refusal.
+    // the budget running out, 0xfe for an immediate network refusal, 0xfd and 0xfc for
+    // a `1` and a `0` seen on the status topic (the daemon's link: evidence too).
     var index = 0
     var current: AdapterKind = .udp
     while index < bytes.count, finished == 0 {
@@ -39,7 +40,16 @@ public func fuzzUDPReplies(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         index += 1
         now = now + .milliseconds(Int64(length % 7))
         var events: [AdapterEvent]
-        if length == 0xff {
+        if length == 0xfd || length == 0xfc {
+            let report: RelayObserver.Report = length == 0xfd ? .activated : .released
+            if current == .udp, report == .activated { udpEvidence = true }
+            apply(machine.handle(.observed(report, at: now)))
+            if current == .udp, started.last == .mqtt, finished == 0 {
+                current = .mqtt
+                apply(machine.handle(.adapter(.mqtt, .sent, at: now)))
+            }
+            continue
+        } else if length == 0xff {
             events = [.deadlineReached]
         } else if length == 0xfe {
             events = [.unreachable("refused")]
@@ -52,7 +62,7 @@ public func fuzzUDPReplies(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             if current == .udp {
                 switch event {
                 case .relay, .invalid: udpEvidence = true
-                case .sent, .unreachable, .misconfigured, .deadlineReached: break
+                case .sent, .unreachable, .lost, .misconfigured, .withheld, .deadlineReached: break
                 }
             }
             apply(machine.handle(.adapter(current, event, at: now)))

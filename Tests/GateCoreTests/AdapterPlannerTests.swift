@@ -131,7 +131,8 @@ struct UDPReplyDecoderTests {
         let events = UDPReplyDecoder.events(for: [0x01, 0x7f, 0x00])
         #expect(events.count == 2)
         #expect(events[0] == .relay(.activated))
-        #expect(events[1] == .invalid("the ESP32 answered byte 0x7f, expected 0x01 or 0x00"))
+        #expect(events[1] == .invalid(.unexpectedByte(0x7f)))
+        #expect(InvalidAnswer.unexpectedByte(0x7f).description == "the ESP32 answered byte 0x7f, expected 0x01 or 0x00")
     }
 
     @Test func emptyDatagramIsInvalid() {

@@ -121,7 +121,7 @@ struct OpeningMachineTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
-        let actions = machine.handle(.adapter(.udp, .invalid("byte 0x7f"), at: clock.advance(.milliseconds(3))))
+        let actions = machine.handle(.adapter(.udp, .invalid(.unexpectedByte(0x7f)), at: clock.advance(.milliseconds(3))))
         let (result, _) = try #require(finished(actions))
         #expect(started(actions).isEmpty)
         #expect(result.error == .invalidResponse)
@@ -136,7 +136,7 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(3))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .invalid("byte 0x02"), at: clock.advance(.milliseconds(3))))))
+        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .invalid(.unexpectedByte(0x02)), at: clock.advance(.milliseconds(3))))))
         #expect(result.error == .invalidResponse)
     }
 
@@ -150,7 +150,7 @@ struct OpeningMachineTests {
         let done = machine.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400))))
         #expect(try #require(finished(done)).0.error == nil)
         #expect(machine.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(1)))) == [])
-        #expect(machine.handle(.adapter(.udp, .invalid("late"), at: clock.advance(.milliseconds(1)))) == [])
+        #expect(machine.handle(.adapter(.udp, .invalid(.emptyDatagram), at: clock.advance(.milliseconds(1)))) == [])
         #expect(machine.state == .ready)
     }
 
@@ -338,7 +338,7 @@ struct EvidenceAndTimeTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         #expect(machine.handle(.observed(.released, at: clock.advance(.milliseconds(5)))) == [])
-        #expect(machine.handle(.observed(.invalid("x"), at: clock.advance(.milliseconds(5)))) == [])
+        #expect(machine.handle(.observed(.invalid(.emptyDatagram), at: clock.advance(.milliseconds(5)))) == [])
         #expect(machine.state == .triggering)
     }
 

@@ -47,7 +47,7 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
     @Test func invalidPayloadIsReportedAndEndsNothing() {
         var observer = RelayObserver(releaseBudget: .seconds(5))
         _ = observer.handle(.report(.activated, at: at(0), local: false))
-        #expect(observer.handle(.report(.invalid("x"), at: at(100), local: false)) == [.ignoredInvalid("x")])
+        #expect(observer.handle(.report(.invalid(.unexpectedByte(7)), at: at(100), local: false)) == [.ignoredInvalid(.unexpectedByte(7))])
         #expect(observer.activeSince == at(0))
     }
 

@@ -274,7 +274,7 @@ struct OpeningPipelineTests {
                      udp: [.send, .report(.unreachable("ICMP port unreachable")), .finish], mqtt: mqttCycle,
                      expected: [AttemptSummary(.udp, .unreachable, sent: true), AttemptSummary(.mqtt, .success, sent: true)], error: nil),
         AttemptsCase(name: "UDP answers garbage: UDP alone, no fallback", udpConfigured: true,
-                     udp: [.send, .report(.invalid("0x7f")), .finish], mqtt: mqttCycle,
+                     udp: [.send, .report(.invalid(.unexpectedByte(0x7f))), .finish], mqtt: mqttCycle,
                      expected: [AttemptSummary(.udp, .invalidResponse, sent: true)], error: .invalidResponse),
         AttemptsCase(name: "UDP not configured: skipped before MQTT", udpConfigured: false,
                      udp: [.send, .finish], mqtt: mqttCycle,

@@ -26,6 +26,12 @@ public struct MQTTAdapter: GateAdapter {
         self.logger = logger
     }
 
+    /// Starts loading libmosquitto on a thread of its own, for an opening whose first
+    /// adapter is MQTT; the exchange's first call waits for it if it is not done.
+    static func prepareLibrary() {
+        OSThread.detach { _ = MosquittoLibrary.load() }
+    }
+
     public func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
         let wake: WakeSignal
         do {

@@ -4,11 +4,14 @@ import Glibc
 import GateCore
 import Synchronization
 
-/// The one lock every opener takes (SPEC §6): `flock(2)` on `lock`, held for the
-/// whole opening. It dies with its process, so a killed opener leaves no stale lock.
+/// The one lock every opener takes (SPEC §6), held for the whole opening: `flock(2)`
+/// on the runtime folder itself, which members of the group cannot delete or replace,
+/// and on `lock` in it, which they can (and which gate before this version locked
+/// alone). It dies with its process, so a killed opener leaves no stale lock.
 ///
-/// The file also records who holds it (for a refused opener's message) and when
-/// the last opening ended (for the cooldown). Owns its descriptor and closes it.
+/// `lock` also records who holds it (for a refused opener's message) and when the
+/// last opening ended (for the cooldown); it is opened through `SharedFile` (no link
+/// followed, a regular file only). Owns its descriptors and closes them.
 public final class OpeningLock: Sendable {
     public enum Acquisition {
         case acquired(OpeningLock)
@@ -17,48 +20,72 @@ public final class OpeningLock: Sendable {
     }
 
     let fd: Int32
+    /// The runtime folder, opened to be locked.
+    let folder: Int32
     let path: String
     /// What the file said before this opener wrote its own record.
     public let previous: LockRecord?
 
-    private init(fd: Int32, path: String, previous: LockRecord?) {
+    private init(fd: Int32, folder: Int32, path: String, previous: LockRecord?) {
         self.fd = fd
+        self.folder = folder
         self.path = path
         self.previous = previous
     }
 
     deinit {
         close(fd)
+        close(folder)
     }
 
     /// Takes the lock without waiting for a real opening. A reader's momentary
     /// shared lock (`isHeld`) can collide with this: retried for 20 ms, far shorter
     /// than any opening (which holds the lock for at least the relay's hold).
-    public static func acquire(path: String, pid: Int32, source: String, since: String) -> Result<Acquisition, SystemError> {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o660)
-        guard fd >= 0 else { return .failure(SystemError("open \(path)")) }
-        var info = stat()
-        if fstat(fd, &info) == 0, info.st_uid == geteuid() {
-            // umask would narrow the group bits that let the group `gate` share the lock.
-            _ = fchmod(fd, 0o660)
+    ///
+    /// The folder is locked first: deleting or replacing `lock` while it is held lets
+    /// nobody in. A `lock` that is not a usable regular file is an error naming it.
+    public static func acquire(path: String, pid: Int32, source: String, since: String) -> Result<Acquisition, SharedFileError> {
+        let directory = ConfigLocator.directory(of: path)
+        let name = String(path.split(separator: "/").last ?? Substring(path))
+        let folder: Int32
+        switch SharedFile.openDirectory(directory) {
+        case .success(let opened): folder = opened
+        case .failure(let error): return .failure(error)
         }
-        var tries = 0
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            guard code == EWOULDBLOCK || code == EINTR else {
-                close(fd)
-                return .failure(SystemError("flock \(path)", code: code))
-            }
-            tries += 1
-            if tries > 10 {
-                let holder = readRecord(fd)
-                close(fd)
-                return .success(.held(holder))
-            }
-            usleep(2_000)
+        switch takeExclusive(folder, path: directory) {
+        case .failure(let error):
+            close(folder)
+            return .failure(error)
+        case .success(false):
+            let holder = readHolder(name, in: folder, path: path)
+            close(folder)
+            return .success(.held(holder))
+        case .success(true):
+            break
+        }
+        let fd: Int32
+        switch SharedFile.open(name, in: folder, path: path, access: .readWrite, create: 0o660) {
+        case .success(let opened): fd = opened
+        case .failure(let error):
+            close(folder)
+            return .failure(error)
+        }
+        switch takeExclusive(fd, path: path) {
+        case .success(true):
+            break
+        case .success(false):
+            // An opener of an older gate, which locks the file only.
+            let holder = readRecord(fd)
+            close(fd)
+            close(folder)
+            return .success(.held(holder))
+        case .failure(let error):
+            close(fd)
+            close(folder)
+            return .failure(error)
         }
         let previous = readRecord(fd)
-        let lock = OpeningLock(fd: fd, path: path, previous: previous)
+        let lock = OpeningLock(fd: fd, folder: folder, path: path, previous: previous)
         lock.update { record in
             record = LockRecord(
                 pid: pid, source: source, since: since, endedMonotonicNs: previous?.endedMonotonicNs,
@@ -66,6 +93,28 @@ public final class OpeningLock: Sendable {
             )
         }
         return .success(.acquired(lock))
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)`, retried for 20 ms; false when someone else holds it.
+    private static func takeExclusive(_ fd: Int32, path: String) -> Result<Bool, SharedFileError> {
+        var tries = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            guard code == EWOULDBLOCK || code == EINTR else {
+                return .failure(SharedFileError(path: path, problem: .system(SystemError("flock", code: code))))
+            }
+            tries += 1
+            if tries > 10 { return .success(false) }
+            usleep(2_000)
+        }
+        return .success(true)
+    }
+
+    /// What `lock` says about its holder, if it can be read safely.
+    private static func readHolder(_ name: String, in folder: Int32, path: String) -> LockRecord? {
+        guard case .success(let fd) = SharedFile.open(name, in: folder, path: path, access: .readOnly) else { return nil }
+        defer { close(fd) }
+        return readRecord(fd)
     }
 
     /// What this holder last wrote; the file is written under the same lock, from
@@ -94,19 +143,30 @@ public final class OpeningLock: Sendable {
         }
     }
 
-    /// Whether some opener holds the lock now. Never creates the file.
+    /// Whether some opener holds the lock now: the runtime folder's flock (or, for an
+    /// opener of an older gate, the one of `lock`). Never creates anything.
     ///
-    /// A lock file this reader may not open tells nothing: it is then taken as held,
+    /// A folder this reader may not open tells nothing: the lock is then taken as held,
     /// so that the status file is shown as written rather than as an interruption.
     public static func isHeld(path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return errno != ENOENT }
+        let folder = open(ConfigLocator.directory(of: path), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard folder >= 0 else { return errno != ENOENT }
+        defer { close(folder) }
+        guard sharedLockIsFree(folder) else { return true }
+        let name = String(path.split(separator: "/").last ?? Substring(path))
+        guard case .success(let fd) = SharedFile.open(name, in: folder, path: path, access: .readOnly) else { return false }
         defer { close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-            flock(fd, LOCK_UN)
-            return false
+        return !sharedLockIsFree(fd)
+    }
+
+    /// A shared flock taken and dropped at once: it never blocks an opener for long.
+    private static func sharedLockIsFree(_ fd: Int32) -> Bool {
+        while flock(fd, LOCK_SH | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            return errno != EWOULDBLOCK
         }
-        return errno == EWOULDBLOCK
+        flock(fd, LOCK_UN)
+        return true
     }
 
     private func write(_ record: LockRecord) {

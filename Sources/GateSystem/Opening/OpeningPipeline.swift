@@ -63,6 +63,11 @@ public struct OpeningPipeline: Sendable {
             logger.notice("opening refused: the relay is active (another client's cycle)")
             return OpeningResult(error: .operationInProgress, adapter: nil, duration: .zero, attempts: [], explanation: Withholding.relayActive.description)
         }
+        if config.mqtt != nil, request.selection == .mqtt || (request.selection == .auto && config.udp == nil) {
+            // MQTT goes first: its library (with libssl and libcrypto) loads while the
+            // lock is taken and the status written, instead of after. Loading sends nothing.
+            MQTTAdapter.prepareLibrary()
+        }
         let recorder: OpeningRecorder
         switch OpeningRecorder.begin(paths: paths, source: request.source, runtime: config.runtime, force: request.force, logger: logger) {
         case .success(let taken):

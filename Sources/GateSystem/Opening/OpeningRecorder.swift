@@ -50,7 +50,14 @@ public final class OpeningRecorder: Sendable {
         self.pid = pid
         self.resetDelay = resetDelay
         self.logger = logger
-        self.previousLast = StatusFile.read(paths.statusFile)?.last
+        switch StatusFile.load(paths.statusFile) {
+        case .success(let record):
+            self.previousLast = record?.last
+        case .failure(let error):
+            // Replaced by this opening's first write; the opening goes on.
+            logger.warning("cannot read the status file", metadata: ["error": "\(error)"])
+            self.previousLast = nil
+        }
     }
 
     /// Takes the lock and checks the cooldown (unless `force`; the lock is never skipped).

@@ -1,0 +1,262 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+
+/// Why a file in a shared folder cannot be used, worded as a sentence that names it:
+/// `cannot use /run/gate/status.json: it is a FIFO, not a regular file`.
+public struct SharedFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Problem: Sendable, Hashable {
+        /// Nothing by that name (only for files that are not created).
+        case missing
+        /// Something else than a regular file: "a FIFO", "a symbolic link", "a directory"…
+        case notRegular(String)
+        /// Something else than a folder where a folder should be.
+        case notDirectory(String)
+        /// A regular file with more than one name: writing it would write the other names too.
+        case hardLinks(UInt)
+        /// Larger than a reader accepts.
+        case tooLarge(limit: Int)
+        /// A system call failed.
+        case system(SystemError)
+    }
+
+    public var path: String
+    public var problem: Problem
+
+    public init(path: String, problem: Problem) {
+        self.path = path
+        self.problem = problem
+    }
+
+    public var description: String { "cannot use \(path): \(reason)" }
+
+    /// The problem alone: `it is a FIFO, not a regular file`.
+    public var reason: String {
+        switch problem {
+        case .missing: return "it does not exist"
+        case .notRegular(let kind): return "it is \(kind), not a regular file"
+        case .notDirectory(let kind): return "it is \(kind), not a directory"
+        case .hardLinks(let count): return "it has \(count) hard links (a shared file must have exactly one name)"
+        case .tooLarge(let limit): return "it is larger than \(limit) bytes"
+        case .system(let error): return error.description
+        }
+    }
+}
+
+/// The one way into the files of the shared folders, `/run/gate` and `/var/lib/gate`
+/// (SPEC §6). Every member of group `gate` can create, delete and rename entries
+/// there, so nothing in them is trusted:
+///
+/// - no symbolic link is followed (`O_NOFOLLOW`), and only regular files are used
+///   (checked before opening, so that no device or FIFO is ever opened, and again with
+///   `fstat` on what was opened); a file that is written must have exactly one name;
+/// - no open blocks (`O_NONBLOCK`: a FIFO cannot hang a reader);
+/// - files are created with their documented mode (`O_EXCL`, then `fchmod` on the new
+///   descriptor, whatever the umask), never `chmod`-ed through a path;
+/// - reads are bounded; whole files are replaced with a temporary file in the same
+///   folder, fsync and rename.
+public enum SharedFile {
+    public enum Access: Sendable {
+        case readOnly
+        case readWrite
+        /// `O_RDWR | O_APPEND`: every write goes to the end, and the file can be read back.
+        case append
+
+        var flags: Int32 {
+            switch self {
+            case .readOnly: return O_RDONLY
+            case .readWrite: return O_RDWR
+            case .append: return O_RDWR | O_APPEND
+            }
+        }
+    }
+
+    /// Opens `name` in the folder `directory` (a descriptor of `openDirectory`, or
+    /// `AT_FDCWD` with a full path as `name`); `path` names it in errors. With `create`,
+    /// a missing file is made with that mode. The caller owns the descriptor.
+    public static func open(
+        _ name: String, in directory: Int32 = AT_FDCWD, path: String? = nil, access: Access, create mode: mode_t? = nil
+    ) -> Result<Int32, SharedFileError> {
+        let path = path ?? name
+        let flags = access.flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+        var fd: Int32 = -1
+        // A file deleted between a failed open and O_EXCL, or made in between, is tried again.
+        for _ in 0..<8 {
+            // Looked at first: a device or a FIFO is never opened at all.
+            var info = stat()
+            if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, let kind = kindIfNotRegular(info.st_mode) {
+                return .failure(SharedFileError(path: path, problem: .notRegular(kind)))
+            }
+            fd = openat(directory, name, flags)
+            if fd >= 0 { break }
+            let code = errno
+            if code == EINTR { continue }
+            guard code == ENOENT, let mode else { return .failure(classify(name, in: directory, path: path, code: code)) }
+            fd = openat(directory, name, flags | O_CREAT | O_EXCL, mode)
+            if fd >= 0 {
+                // The umask must not narrow the mode that lets the group share the file.
+                if fchmod(fd, mode) != 0 {
+                    let failure = SystemError("fchmod")
+                    close(fd)
+                    return .failure(SharedFileError(path: path, problem: .system(failure)))
+                }
+                break
+            }
+            if errno != EEXIST && errno != EINTR { return .failure(classify(name, in: directory, path: path, code: errno)) }
+        }
+        guard fd >= 0 else { return .failure(SharedFileError(path: path, problem: .system(SystemError("open", code: EAGAIN)))) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let failure = SystemError("fstat")
+            close(fd)
+            return .failure(SharedFileError(path: path, problem: .system(failure)))
+        }
+        if let kind = kindIfNotRegular(info.st_mode) {
+            close(fd)
+            return .failure(SharedFileError(path: path, problem: .notRegular(kind)))
+        }
+        if access != .readOnly, info.st_nlink != 1 {
+            close(fd)
+            return .failure(SharedFileError(path: path, problem: .hardLinks(UInt(info.st_nlink))))
+        }
+        return .success(fd)
+    }
+
+    /// A folder, opened to lock it (`flock`) or to open files in it: never through a
+    /// symbolic link as its last component.
+    public static func openDirectory(_ path: String) -> Result<Int32, SharedFileError> {
+        while true {
+            let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if fd >= 0 { return .success(fd) }
+            let code = errno
+            if code == EINTR { continue }
+            var info = stat()
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+                return .failure(SharedFileError(path: path, problem: .notDirectory(kind(of: info.st_mode))))
+            }
+            return .failure(SharedFileError(path: path, problem: code == ENOENT ? .missing : .system(SystemError("open", code: code))))
+        }
+    }
+
+    /// The whole file, if it is at most `limit` bytes.
+    public static func read(_ path: String, limit: Int) -> Result<[UInt8], SharedFileError> {
+        let fd: Int32
+        switch open(path, access: .readOnly) {
+        case .success(let opened): fd = opened
+        case .failure(let error): return .failure(error)
+        }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, Int(info.st_size) > limit {
+            return .failure(SharedFileError(path: path, problem: .tooLarge(limit: limit)))
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: min(limit + 1, 16 * 1024))
+        while true {
+            let count = Glibc.read(fd, &chunk, chunk.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(SharedFileError(path: path, problem: .system(SystemError("read"))))
+            }
+            if count == 0 { return .success(bytes) }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > limit { return .failure(SharedFileError(path: path, problem: .tooLarge(limit: limit))) }
+        }
+    }
+
+    /// Reads the file from its end backward, `chunkSize` bytes at a time, handing each
+    /// chunk to `consume` (with whether it begins the file) until `consume` returns
+    /// false, the start of the file, or `maximumBytes` read.
+    public static func readBackward(
+        _ fd: Int32, path: String, chunkSize: Int = 64 * 1024, maximumBytes: Int,
+        _ consume: (_ chunk: ArraySlice<UInt8>, _ atStart: Bool) -> Bool
+    ) -> SharedFileError? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return SharedFileError(path: path, problem: .system(SystemError("fstat"))) }
+        var end = Int(info.st_size)
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        var total = 0
+        while end > 0, total < maximumBytes {
+            let start = max(0, end - chunkSize)
+            var filled = 0
+            while start + filled < end {
+                let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, end - start - filled, off_t(start + filled)) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return SharedFileError(path: path, problem: .system(SystemError("read")))
+                }
+                // The file shrank under us: what is there is all there is.
+                if count == 0 { break }
+                filled += count
+            }
+            total += end - start
+            guard consume(buffer[0..<filled], start == 0), filled == end - start else { return nil }
+            end = start
+        }
+        return nil
+    }
+
+    /// Replaces the file at `path` by a new one holding `bytes` with `mode`: written to a
+    /// temporary file in the same folder (`mkstemp`), fsynced, renamed over `path`.
+    /// Readers see the old file or the new one; whatever was at `path` (a link, a FIFO)
+    /// is replaced, never followed.
+    public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t) -> SharedFileError? {
+        let directory = ConfigLocator.directory(of: path)
+        var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { return SharedFileError(path: path, problem: .system(SystemError("mkstemp in \(directory)"))) }
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var failure = writeAll(fd, bytes, path: temporary)
+        if failure == nil, fchmod(fd, mode) != 0 { failure = SharedFileError(path: temporary, problem: .system(SystemError("fchmod"))) }
+        if failure == nil, fsync(fd) != 0 { failure = SharedFileError(path: temporary, problem: .system(SystemError("fsync"))) }
+        close(fd)
+        if failure == nil, rename(temporary, path) != 0 {
+            failure = SharedFileError(path: path, problem: .system(SystemError("rename")))
+        }
+        if failure != nil { unlink(temporary) }
+        return failure
+    }
+
+    /// Writes every byte (retrying short writes and EINTR).
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) -> SharedFileError? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return SharedFileError(path: path, problem: .system(SystemError("write")))
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    /// "a FIFO", "a symbolic link"…, or nil for a regular file.
+    static func kindIfNotRegular(_ mode: mode_t) -> String? {
+        mode & S_IFMT == S_IFREG ? nil : kind(of: mode)
+    }
+
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: return "a regular file"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFDIR: return "a directory"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a file"
+        }
+    }
+
+    /// The error of a failed open, in words: what is there when it is not a regular file
+    /// (O_NOFOLLOW on a link gives ELOOP; O_NONBLOCK on a FIFO without a reader, ENXIO).
+    private static func classify(_ name: String, in directory: Int32, path: String, code: Int32) -> SharedFileError {
+        var info = stat()
+        if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, let kind = kindIfNotRegular(info.st_mode) {
+            return SharedFileError(path: path, problem: .notRegular(kind))
+        }
+        return SharedFileError(path: path, problem: code == ENOENT ? .missing : .system(SystemError("open", code: code)))
+    }
+}

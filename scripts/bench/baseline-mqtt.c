@@ -1,0 +1,113 @@
+/* The MQTT baseline for scripts/bench: the correct exchange of SPEC §1 in C on
+ * libmosquitto, as gate does it, with the network loop on the calling thread:
+ * connect (MQTT 3.1.1, keep-alive 60, client id bench-XXXXXXXX), subscribe to
+ * the status topic at QoS 0, wait for the SUBACK, publish the trigger (Unix time,
+ * QoS 0, not retained), then wait for a non-retained `1` and then `0`; 5 s budget.
+ * Usage: baseline-mqtt HOST PORT [--tls CAFILE]
+ * Exit 0 on a confirmed relay cycle; 1 with a one-line reason on stderr otherwise. */
+#include <mosquitto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define STATUS "iot/house/gate/esp32/status"
+#define TRIGGER "iot/house/gate/esp32/trigger"
+
+enum phase { CONNECTING, SUBSCRIBING, WAITING_FOR_1, WAITING_FOR_0, DONE, FAILED };
+static const char *waiting_for[] = { "CONNACK", "SUBACK", "`1`", "`0`" };
+static enum phase phase = CONNECTING;
+static char reason[160];
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void fail(const char *text, const char *detail) {
+    snprintf(reason, sizeof reason, "%s%s", text, detail);
+    phase = FAILED;
+}
+
+static void on_connect(struct mosquitto *mosq, void *data, int rc) {
+    (void)data;
+    if (rc != 0) { fail("broker refused the connection: ", mosquitto_connack_string(rc)); return; }
+    if (mosquitto_subscribe(mosq, NULL, STATUS, 0) != MOSQ_ERR_SUCCESS) { fail("subscribe failed", ""); return; }
+    phase = SUBSCRIBING;
+}
+
+static void on_subscribe(struct mosquitto *mosq, void *data, int mid, int count, const int *granted) {
+    (void)data; (void)mid;
+    if (count < 1 || granted[0] == 0x80) { fail("broker refused the subscription", ""); return; }
+    char trigger[24];
+    int length = snprintf(trigger, sizeof trigger, "%lld", (long long)time(NULL));
+    if (mosquitto_publish(mosq, NULL, TRIGGER, length, trigger, 0, false) != MOSQ_ERR_SUCCESS) {
+        fail("publish failed", "");
+        return;
+    }
+    phase = WAITING_FOR_1;
+}
+
+static void on_message(struct mosquitto *mosq, void *data, const struct mosquitto_message *message) {
+    (void)mosq; (void)data;
+    if (message->retain || strcmp(message->topic, STATUS) != 0 || phase < WAITING_FOR_1) return;  /* stale, or before our trigger */
+    const char *p = message->payload, *end = p + message->payloadlen;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n')) end--;
+    if (end - p == 1 && *p == '1') phase = WAITING_FOR_0;           /* a repeated `1` is harmless */
+    else if (end - p == 1 && *p == '0') { if (phase == WAITING_FOR_0) phase = DONE; }  /* a `0` before our `1`: another cycle's end */
+    else {
+        char shown[40];
+        snprintf(shown, sizeof shown, "%.*s", (int)(end - p < 32 ? end - p : 32), p);
+        fail("invalid status payload: ", shown);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 && !(argc == 5 && strcmp(argv[3], "--tls") == 0)) {
+        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE]\n", argv[0]);
+        return 64;
+    }
+    long long deadline = now_ms() + 5000;
+    unsigned int bits;
+    if (getrandom(&bits, sizeof bits, 0) != sizeof bits) { perror("getrandom"); return 1; }
+    char id[16];
+    snprintf(id, sizeof id, "bench-%08x", bits);
+
+    mosquitto_lib_init();
+    struct mosquitto *mosq = mosquitto_new(id, true, NULL);
+    if (!mosq) { perror("mosquitto_new"); return 1; }
+    mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
+    mosquitto_connect_callback_set(mosq, on_connect);
+    mosquitto_subscribe_callback_set(mosq, on_subscribe);
+    mosquitto_message_callback_set(mosq, on_message);
+    int rc;
+    if (argc == 5 && (rc = mosquitto_tls_set(mosq, argv[4], NULL, NULL, NULL, NULL)) != MOSQ_ERR_SUCCESS) {
+        fprintf(stderr, "tls: %s\n", mosquitto_strerror(rc));
+        return 1;
+    }
+    /* Blocking, as gate's: DNS, TCP (and TLS), then CONNECT sent. */
+    if ((rc = mosquitto_connect(mosq, argv[1], atoi(argv[2]), 60)) != MOSQ_ERR_SUCCESS) {
+        fprintf(stderr, "connect to %s:%s: %s\n", argv[1], argv[2], mosquitto_strerror(rc));
+        return 1;
+    }
+    while (phase != DONE && phase != FAILED) {
+        long long left = deadline - now_ms();
+        if (left <= 0) {
+            snprintf(reason, sizeof reason, "timeout: no %s within 5 s", waiting_for[phase]);
+            break;
+        }
+        if ((rc = mosquitto_loop(mosq, (int)left, 1)) != MOSQ_ERR_SUCCESS) {
+            if (phase != FAILED) snprintf(reason, sizeof reason, "connection lost: %s", mosquitto_strerror(rc));
+            break;
+        }
+    }
+    if (phase == DONE) mosquitto_disconnect(mosq);
+    mosquitto_destroy(mosq);
+    mosquitto_lib_cleanup();
+    if (phase == DONE) return 0;
+    fprintf(stderr, "%s\n", reason);
+    return 1;
+}
