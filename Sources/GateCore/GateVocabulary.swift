@@ -99,6 +99,9 @@ public enum AttemptReason: Sendable, Hashable {
     /// `1` read only once the budget was over (a paused or starved process).
     case activatedAtDeadline(budget: Duration)
     case releaseBeforeActivation
+    /// The status topic showed a release (`0`) without its activation after the
+    /// trigger, and the attempt's own answer never came.
+    case releaseWithoutActivation
     /// `1` seen, then the link failed.
     case failedAfterActivation(String)
     /// The trigger left, then the link ended before any answer.

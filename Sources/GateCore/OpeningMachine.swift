@@ -67,6 +67,8 @@ public struct OpeningMachine: Sendable {
     private var tried: [AttemptRecord] = []
     /// Whether the running attempt's trigger has left.
     private var sent = false
+    /// A lone `0` seen on the status topic during the running attempt: evidence.
+    private var releaseSeen = false
     /// The attempt that decided the outcome alone; nothing after it is listed.
     private var decidedBy: AdapterKind?
 
@@ -134,10 +136,13 @@ public struct OpeningMachine: Sendable {
             case (.invalid(let why), .mqtt):
                 return handleAdapter(.invalid(why), now: now)
             case (.released, .udp):
-                // A `0` with no `1` before it, seen beside a UDP attempt: the end of a
-                // cycle this opening did not see begin. Only a release after a `1`
-                // (from either channel) completes this opening's cycle.
-                guard case .waitingForRelayClose = phase else { return [] }
+                // A `0` with no `1` before it, seen beside a UDP attempt after its trigger:
+                // the relay was active, perhaps through this trigger (its `1` lost on the
+                // way): no fallback, although the UDP answer may still confirm the cycle.
+                guard case .waitingForRelayClose = phase else {
+                    releaseSeen = true
+                    return []
+                }
                 return handleAdapter(.relay(.released), now: now)
             case (.invalid, .udp):
                 // Garbage on the topic is not the ESP32's answer to a datagram.
@@ -224,6 +229,7 @@ public struct OpeningMachine: Sendable {
         let deadline = now + plan[index].budget
         phase = .triggering(index: index, startedAt: now, deadline: deadline)
         sent = false
+        releaseSeen = false
         // The trigger first, the announcement after: writing the status file must
         // never delay the relay.
         return [
@@ -276,6 +282,10 @@ public struct OpeningMachine: Sendable {
     private mutating func giveUp(
         index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant, outcome: AttemptOutcome, reason: AttemptReason
     ) -> [Action] {
+        if releaseSeen {
+            return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
+                        reason: .releaseWithoutActivation, error: .operationTimeout)
+        }
         let kind = plan[index].kind
         record(index, outcome, reason, attemptStart: attemptStart, now: now)
         return [.stopAdapter(kind)] + startAdapter(at: index + 1, now: now)

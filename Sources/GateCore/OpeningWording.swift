@@ -20,6 +20,8 @@ extension AttemptReason: CustomStringConvertible {
             return "relay activated (1), read only at the end of the \(budget.humanReadable) budget; no release (0) within it"
         case .releaseBeforeActivation:
             return "the ESP32 reported the release (0) before the activation (1)"
+        case .releaseWithoutActivation:
+            return "the status topic showed the relay's release (0) after the trigger, without its activation (1); no other adapter was tried"
         case .failedAfterActivation(let words):
             return "relay activated (1), then the link failed before the release: \(words)"
         case .lostAfterTrigger(let words):

@@ -342,6 +342,28 @@ struct EvidenceAndTimeTests {
         #expect(machine.state == .triggering)
     }
 
+    @Test("A lone 0 on the status topic after the UDP trigger is evidence: the deadline is 124, never a fallback; the UDP answer can still confirm")
+    func loneReleaseIsEvidence() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = machine.handle(.observed(.released, at: clock.advance(.milliseconds(5))))
+        let actions = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        let (result, _) = try #require(finished(actions))
+        #expect(started(actions).isEmpty)
+        #expect(result.exitCode == 124)
+        #expect(result.attempts.first?.reason == .releaseWithoutActivation)
+
+        var confirmed = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = confirmed.handle(.start(at: clock.now))
+        _ = confirmed.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = confirmed.handle(.observed(.released, at: clock.advance(.milliseconds(5))))
+        _ = confirmed.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(5))))
+        let (success, _) = try #require(finished(confirmed.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400))))))
+        #expect(success.error == nil)
+    }
+
     @Test("On the MQTT attempt, the status topic is the answer: 0 before 1 is invalidResponse")
     func statusTopicIsMQTTAnswer() throws {
         var clock = TestClock()

@@ -113,6 +113,38 @@ struct OpeningPipelineTests {
         }
     }
 
+    enum StrayStatus: String, CaseIterable, CustomTestStringConvertible {
+        /// A `0` with no `1` before it: the relay's release, so it was active: evidence.
+        case loneRelease
+        /// A payload outside the protocol on the topic: nobody's evidence.
+        case garbage
+        var testDescription: String { rawValue }
+    }
+
+    /// The permit and the machine must agree on what a stray status message means:
+    /// a lone `0` is evidence (no fallback, 124); garbage is not (MQTT goes, and can confirm).
+    @Test("A stray status message after a UDP trigger: a lone 0 stops the fallback (124), garbage lets MQTT go", arguments: StrayStatus.allCases)
+    func strayStatusAfterUDPTrigger(_ stray: StrayStatus) async throws {
+        let feed = FakeStatusFeed()
+        let bench = try PipelineBench(feed: feed)
+        let report: RelayObserver.Report = stray == .loneRelease ? .released : .invalid(.unexpectedPayload(Array("x".utf8), count: 1, topic: "t"))
+        let udp = ScriptedAdapter(.udp, script: [.send, .run { _ in feed.deliver(report) }, .report(.unreachable("ICMP port unreachable")), .finish])
+        let mqtt = ScriptedAdapter(.mqtt, script: Self.mqttCycle)
+
+        let result = await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config())
+
+        switch stray {
+        case .loneRelease:
+            #expect(mqtt.triggersSent == 0, "a second trigger after the relay was seen active")
+            #expect(result.exitCode == 124, "\(result.message)\n\(bench.logs.text)")
+            #expect(result.adapter == .udp)
+        case .garbage:
+            #expect(mqtt.triggersSent == 1, "\(result.message)\n\(bench.logs.text)")
+            #expect(result.error == nil, "\(result.message)\n\(bench.logs.text)")
+            #expect(result.adapter == .mqtt)
+        }
+    }
+
     // MARK: - Arrival time counts, not reading time
 
     enum Arrival: String, CaseIterable, CustomTestStringConvertible {

@@ -65,7 +65,13 @@ public final class TriggerPermit: Sendable {
     func observe(_ report: RelayObserver.Report) -> Bool {
         state.withLock { state in
             if state.sentInOpening {
-                state.answered = true
+                // The relay's `1` or `0` means it was reached: nothing more may go. A
+                // payload outside the protocol is passed on (the MQTT attempt's own
+                // answer) but says nothing about the relay.
+                switch report {
+                case .activated, .released: state.answered = true
+                case .invalid: break
+                }
                 return true
             }
             switch report {
