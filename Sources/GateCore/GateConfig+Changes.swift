@@ -70,6 +70,13 @@ extension GateConfig {
                 ("cooldown", old.cooldown != new.cooldown),
             ]
         }
+        + Self.changes(in: "homeassistant", old: old.homeAssistant, new: homeAssistant) { old, new in
+            [
+                ("discovery_prefix", old.discoveryPrefix != new.discoveryPrefix),
+                ("node_id", old.nodeID != new.nodeID),
+                ("name", old.name != new.name),
+            ]
+        }
     }
 
     /// The daemon's log line for a reload:

@@ -22,7 +22,7 @@ extension GateConfig {
 
 /// The tables of SPEC §4 and the keys each allows.
 enum ConfigTable: String, CaseIterable {
-    case udp, mqtt, button, runtime
+    case udp, mqtt, button, runtime, homeassistant
 
     var keys: [String] {
         switch self {
@@ -30,10 +30,11 @@ enum ConfigTable: String, CaseIterable {
         case .mqtt: ["host", "port", "tls", "ca_file", "username", "client_id_prefix", "trigger_topic", "status_topic", "timeout"]
         case .button: ["chip", "line", "active_low", "debounce_ms"]
         case .runtime: ["reset_delay", "cooldown"]
+        case .homeassistant: ["discovery_prefix", "node_id", "name"]
         }
     }
 
-    static let list = "[udp], [mqtt], [button] or [runtime]"
+    static let list = "[udp], [mqtt], [button], [runtime] or [homeassistant]"
 }
 
 /// Walks a parsed document once, collecting problems instead of stopping at
@@ -99,16 +100,19 @@ struct ConfigValidator {
             report(nil, line: nil, "the configuration needs at least one of [udp] or [mqtt]; without them gate has no way to open the gate")
             _ = runtimeConfig()
             _ = buttonConfig()
+            _ = homeAssistantConfig()
             return nil
         }
         let udp = udpConfig()
         let mqtt = mqttConfig()
         let button = buttonConfig()
         let runtime = runtimeConfig()
+        let homeAssistant = homeAssistantConfig()
         if tableLines[.udp] != nil, udp == nil { return nil }
         if tableLines[.mqtt] != nil, mqtt == nil { return nil }
         if tableLines[.button] != nil, button == nil { return nil }
-        return GateConfig(udp: udp, mqtt: mqtt, button: button, runtime: runtime)
+        if tableLines[.homeassistant] != nil, homeAssistant == nil { return nil }
+        return GateConfig(udp: udp, mqtt: mqtt, button: button, runtime: runtime, homeAssistant: homeAssistant)
     }
 
     /// Sorts every header and key into known or refused, and files the known ones.

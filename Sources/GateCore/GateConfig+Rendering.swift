@@ -49,6 +49,15 @@ extension GateConfig {
             "reset_delay = \(Self.float(runtime.resetDelay))",
             "cooldown = \(Self.float(runtime.cooldown))",
         ]
+        if let homeAssistant {
+            lines += [
+                "",
+                "[homeassistant]",
+                "discovery_prefix = \(TOMLDocument.quoted(homeAssistant.discoveryPrefix))",
+                "node_id = \(TOMLDocument.quoted(homeAssistant.nodeID))",
+                "name = \(TOMLDocument.quoted(homeAssistant.name))",
+            ]
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -89,6 +89,65 @@ extension ConfigValidator {
         )
     }
 
+    /// `[homeassistant]` (SPEC §9): only beside `[mqtt]`, whose link carries it.
+    mutating func homeAssistantConfig() -> HomeAssistantConfig? {
+        guard let tableLine = tableLines[.homeassistant] else { return nil }
+        var valid = true
+        if tableLines[.mqtt] == nil {
+            report("homeassistant", line: tableLine, "[homeassistant] needs [mqtt]: Home Assistant is reached through the MQTT broker")
+            valid = false
+        }
+        var prefix = HomeAssistantConfig.defaultDiscoveryPrefix
+        switch string(.homeassistant, "discovery_prefix") {
+        case .found(let text, let line):
+            if text.isEmpty {
+                report("homeassistant.discovery_prefix", line: line, "must not be empty; Home Assistant's default is \"homeassistant\"")
+                valid = false
+            } else if text.unicodeScalars.contains(where: Self.isControl) {
+                report("homeassistant.discovery_prefix", line: line, "must not contain control characters")
+                valid = false
+            } else if text.contains("+") || text.contains("#") {
+                report("homeassistant.discovery_prefix", line: line, "must not contain wildcards (`+` or `#`)")
+                valid = false
+            } else if text.hasPrefix("/") || text.hasSuffix("/") || text.utf8.count > 1000 {
+                report("homeassistant.discovery_prefix", line: line, "must not begin or end with `/` (and stay under 1000 bytes); Home Assistant's default is \"homeassistant\"")
+                valid = false
+            } else {
+                prefix = text
+            }
+        case .invalid: valid = false
+        case .absent: break
+        }
+        var nodeID = HomeAssistantConfig.defaultNodeID
+        switch string(.homeassistant, "node_id") {
+        case .found(let text, let line):
+            if text.isEmpty || text.utf8.count > 64 || !text.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) }) {
+                report("homeassistant.node_id", line: line, "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics")
+                valid = false
+            } else {
+                nodeID = text
+            }
+        case .invalid: valid = false
+        case .absent: break
+        }
+        var name = HomeAssistantConfig.defaultName
+        switch string(.homeassistant, "name") {
+        case .found(let text, let line):
+            if text.trimmingSpaces.isEmpty {
+                report("homeassistant.name", line: line, "must not be empty; it is the device's name in Home Assistant")
+                valid = false
+            } else if text.unicodeScalars.contains(where: Self.isControl) || text.utf8.count > 200 {
+                report("homeassistant.name", line: line, "must be at most 200 bytes without control characters")
+                valid = false
+            } else {
+                name = text
+            }
+        case .invalid: valid = false
+        case .absent: break
+        }
+        return valid ? HomeAssistantConfig(discoveryPrefix: prefix, nodeID: nodeID, name: name) : nil
+    }
+
     // MARK: Keys with their own rules
 
     private mutating func host(in table: ConfigTable, what: String) -> String? {
@@ -196,7 +255,7 @@ extension ConfigValidator {
         report("\(table.rawValue).\(key)", line: entry.line, "expected \(expected), got \(entry.value.typeDescription)")
     }
 
-    private mutating func string(_ table: ConfigTable, _ key: String) -> ConfigLookup<String> {
+    mutating func string(_ table: ConfigTable, _ key: String) -> ConfigLookup<String> {
         guard let entry = values[table]?[key] else { return .absent }
         guard case .string(let text) = entry.value else {
             mismatch(table, key, entry, expected: "a string")
@@ -252,5 +311,15 @@ extension ConfigValidator {
             return .found(value == 0 ? 0 : value, line: entry.line)
         }
         return .invalid
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs.
+    var trimmingSpaces: Substring {
+        var text = Substring(self)
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return text
     }
 }

@@ -8,12 +8,42 @@ public struct GateConfig: Sendable, Equatable {
     public var mqtt: MQTTConfig?
     public var button: ButtonConfig?
     public var runtime: RuntimeConfig
+    /// SPEC §9: only with `[mqtt]`, read by `gate daemon`.
+    public var homeAssistant: HomeAssistantConfig?
 
-    public init(udp: UDPConfig? = nil, mqtt: MQTTConfig? = nil, button: ButtonConfig? = nil, runtime: RuntimeConfig = RuntimeConfig()) {
+    public init(
+        udp: UDPConfig? = nil, mqtt: MQTTConfig? = nil, button: ButtonConfig? = nil, runtime: RuntimeConfig = RuntimeConfig(),
+        homeAssistant: HomeAssistantConfig? = nil
+    ) {
         self.udp = udp
         self.mqtt = mqtt
         self.button = button
         self.runtime = runtime
+        self.homeAssistant = homeAssistant
+    }
+}
+
+/// The gate as one Home Assistant device over MQTT discovery (SPEC §9).
+public struct HomeAssistantConfig: Sendable, Equatable {
+    public static let defaultDiscoveryPrefix = "homeassistant"
+    public static let defaultNodeID = "garden_gate"
+    public static let defaultName = "Garden gate"
+
+    /// HA's discovery prefix (`homeassistant` unless HA was told otherwise).
+    public var discoveryPrefix: String
+    /// `[A-Za-z0-9_-]+`: the device's and its entities' unique_id stem, and the topics' node.
+    public var nodeID: String
+    /// The device's name in HA.
+    public var name: String
+
+    public init(
+        discoveryPrefix: String = HomeAssistantConfig.defaultDiscoveryPrefix,
+        nodeID: String = HomeAssistantConfig.defaultNodeID,
+        name: String = HomeAssistantConfig.defaultName
+    ) {
+        self.discoveryPrefix = discoveryPrefix
+        self.nodeID = nodeID
+        self.name = name
     }
 }
 

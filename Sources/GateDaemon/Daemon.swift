@@ -86,6 +86,7 @@ public enum Daemon {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         services.append(ConfigService(context: context, hangups: hangups))
         services.append(LinkService(context: context))
+        services.append(HomeAssistantService(context: context))
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
         }

@@ -26,6 +26,10 @@ public final class DaemonContext: Sendable {
     /// Every configuration applied from now on; the newest only if the reader lags.
     let buttonUpdates: AsyncStream<GateConfig>
     let linkUpdates: AsyncStream<GateConfig>
+    let homeAssistantUpdates: AsyncStream<GateConfig>
+    /// What the warm link tells Home Assistant's service (`LinkExtras`).
+    let linkEvents: AsyncStream<(MQTTLink, LinkEvent)>
+    private let linkEventSink: AsyncStream<(MQTTLink, LinkEvent)>.Continuation
     private let subscribers: [AsyncStream<GateConfig>.Continuation]
     private let linkSlot = Mutex<MQTTLink?>(nil)
 
@@ -36,9 +40,14 @@ public final class DaemonContext: Sendable {
         self.current = Mutex(config)
         let button = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
         let link = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
+        let homeAssistant = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
+        let events = AsyncStream.makeStream(of: (MQTTLink, LinkEvent).self, bufferingPolicy: .unbounded)
         self.buttonUpdates = button.stream
         self.linkUpdates = link.stream
-        self.subscribers = [button.continuation, link.continuation]
+        self.homeAssistantUpdates = homeAssistant.stream
+        self.linkEvents = events.stream
+        self.linkEventSink = events.continuation
+        self.subscribers = [button.continuation, link.continuation, homeAssistant.continuation]
         self.configPath = configPath
         self.paths = paths
         self.credentials = credentials
@@ -69,6 +78,19 @@ public final class DaemonContext: Sendable {
             paths: paths, adapters: AdapterFactory(credentials: credentials, link: link),
             statusFeed: LinkStatusFeed(link: link), logger: logger
         )
+    }
+
+    /// What the link for `config` carries for Home Assistant: its last will and the
+    /// command and HA status topics (SPEC §9); nothing without `[homeassistant]`.
+    static func linkExtras(for config: GateConfig) -> LinkExtras {
+        guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras() }
+        let discovery = HomeAssistantDiscovery(config: homeAssistant, mqtt: mqtt, version: GateRelease.version)
+        return LinkExtras(will: discovery.will, subscriptions: [discovery.topics.command, discovery.topics.homeAssistantStatus])
+    }
+
+    /// Hands a link's news to Home Assistant's service.
+    var linkEventHandler: @Sendable (MQTTLink, LinkEvent) -> Void {
+        { [linkEventSink] link, event in linkEventSink.yield((link, event)) }
     }
 
     func setLink(_ link: MQTTLink?) {

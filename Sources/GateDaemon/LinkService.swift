@@ -31,7 +31,8 @@ struct LinkService: Service, CustomStringConvertible {
         defer { reloads.cancel() }
 
         var mqtt = context.config.mqtt
-        var link = startLink(mqtt, into: continuation)
+        var extras = DaemonContext.linkExtras(for: context.config)
+        var link = startLink(mqtt, extras: extras, into: continuation)
         var observer = RelayObserver(releaseBudget: .seconds(fromConfig: mqtt?.timeout ?? MQTTConfig.defaultTimeout))
         var cycle: OpeningRecorder?
         var timer: Task<Void, Never>?
@@ -40,11 +41,13 @@ struct LinkService: Service, CustomStringConvertible {
             var actions: [RelayObserver.Action] = []
             switch input {
             case .config(let config):
-                guard config.mqtt != mqtt else { continue }
+                let newExtras = DaemonContext.linkExtras(for: config)
+                guard config.mqtt != mqtt || newExtras != extras else { continue }
                 link?.stop()
                 mqtt = config.mqtt
+                extras = newExtras
                 logger.info(mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration")
-                link = startLink(mqtt, into: continuation)
+                link = startLink(mqtt, extras: extras, into: continuation)
                 if observer.activeSince == nil {
                     observer = RelayObserver(releaseBudget: .seconds(fromConfig: mqtt?.timeout ?? MQTTConfig.defaultTimeout))
                 }
@@ -101,13 +104,16 @@ struct LinkService: Service, CustomStringConvertible {
         context.setLink(nil)
     }
 
-    private func startLink(_ mqtt: MQTTConfig?, into continuation: AsyncStream<Input>.Continuation) -> MQTTLink? {
+    private func startLink(_ mqtt: MQTTConfig?, extras: LinkExtras, into continuation: AsyncStream<Input>.Continuation) -> MQTTLink? {
         guard let mqtt else {
             context.setLink(nil)
             return nil
         }
         do {
-            let link = try MQTTLink(config: mqtt, credentials: context.credentials, logger: context.logger) { payload, retained in
+            let link = try MQTTLink(
+                config: mqtt, credentials: context.credentials, logger: context.logger,
+                extras: extras, onEvent: context.linkEventHandler
+            ) { payload, retained in
                 // Retained status is whatever the relay did last time: stale by definition.
                 guard !retained else { return }
                 continuation.yield(.status(payload: payload, at: MonotonicClock.now()))

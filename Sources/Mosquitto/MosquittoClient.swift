@@ -81,6 +81,15 @@ public final class MosquittoClient: @unchecked Sendable {
         try check("mosquitto_tls_insecure_set", api.tls_insecure_set(handle, false))
     }
 
+    /// The message the broker publishes for this client when it drops off without a
+    /// DISCONNECT (killed, network gone). Set before `connect`.
+    public func setWill(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool) throws(MosquittoError) {
+        let code = payload.withUnsafeBytes { bytes in
+            api.will_set(handle, topic, Int32(bytes.count), bytes.baseAddress, qos, retain)
+        }
+        try check("mosquitto_will_set", code)
+    }
+
     /// Backoff between automatic reconnections of the loop thread.
     public func setReconnectDelay(minimum: UInt32, maximum: UInt32) throws(MosquittoError) {
         try check("mosquitto_reconnect_delay_set", api.reconnect_delay_set(handle, minimum, maximum, true))

@@ -30,6 +30,10 @@ struct ConfigCheckCommand: ParsableCommand {
         if let button = config.button {
             lines.append("  button: \(button.chip) line \(button.line), active \(button.activeLow ? "low" : "high"), debounce \(button.debounceMilliseconds) ms")
         }
+        if let ha = config.homeAssistant {
+            let topics = HomeAssistantTopics(ha)
+            lines.append("  homeassistant: device \"\(ha.name)\" (node \(ha.nodeID)), discovery under \(ha.discoveryPrefix)/, button on \(topics.command)")
+        }
         lines.append("  runtime: reset delay \(config.runtime.resetDelay) s, cooldown \(config.runtime.cooldown) s")
         Terminal.printLine(lines.joined(separator: "\n"))
     }

@@ -48,5 +48,5 @@ struct LogLevelArgument: ExpressibleByArgument {
 }
 
 enum GateVersion {
-    static let current = "0.1.0"
+    static let current = GateRelease.version
 }

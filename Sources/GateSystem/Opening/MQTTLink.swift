@@ -22,6 +22,9 @@ public final class MQTTLink: StatusFeed {
     let credentials: CredentialLookup
     let logger: Logger
     let onUnclaimed: @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
+    /// A last will, more topics, and who hears of them (Home Assistant, SPEC §9).
+    public let extras: LinkExtras
+    let onEvent: @Sendable (MQTTLink, LinkEvent) -> Void
     let state = Mutex(LinkState())
     let wake: WakeSignal
 
@@ -38,13 +41,21 @@ public final class MQTTLink: StatusFeed {
         var activeSince: MonotonicInstant?
         var stopped = false
         var lastError: String?
+        /// SUBSCRIBE message ids of `extras.subscriptions` on the current connection.
+        var extraSubscribeIDs: [Int32: String] = [:]
+        /// CONNACK accepted on the current connection.
+        var connected = false
     }
 
     public init(
         config: MQTTConfig, credentials: CredentialLookup, logger: Logger,
+        extras: LinkExtras = LinkExtras(),
+        onEvent: @escaping @Sendable (MQTTLink, LinkEvent) -> Void = { _, _ in },
         onUnclaimed: @escaping @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
     ) throws(WakeSignalError) {
         self.config = config
+        self.extras = extras
+        self.onEvent = onEvent
         self.topic = MQTTStatusTopic(config: config)
         self.credentials = credentials
         self.logger = logger
@@ -57,6 +68,9 @@ public final class MQTTLink: StatusFeed {
     /// Connected and subscribed: an opening can publish at once.
     public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
 
+    /// CONNACK accepted on the current connection: `publish` can send.
+    public var isConnected: Bool { state.withLock { $0.connected && !$0.stopped } }
+
     /// Starts connecting on a thread of its own (a blocking connect may take as long
     /// as the kernel's TCP timeout to a dead host; no opening waits for it).
     public func start() -> Int32? {
@@ -66,6 +80,9 @@ public final class MQTTLink: StatusFeed {
     /// Disconnects and ends the link's threads; an exchange still running is told
     /// the link went away. Safe to call more than once.
     public func stop() {
+        // A clean DISCONNECT makes the broker drop the will: say it ourselves first
+        // (queued before the DISCONNECT, so written before it).
+        if let will = extras.will { _ = publish(will) }
         let (client, attempt) = state.withLock { state -> (MosquittoClient?, AttemptTicket?) in
             state.stopped = true
             state.ready = false
@@ -120,6 +137,9 @@ public final class MQTTLink: StatusFeed {
         do {
             let client = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event) }
             password = nil
+            if let will = extras.will {
+                try client.setWill(topic: will.topic, payload: will.payload, qos: 1, retain: will.retain)
+            }
             try client.setReconnectDelay(minimum: Self.minimumDelay, maximum: Self.maximumDelay)
             let installed = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
@@ -170,9 +190,26 @@ public final class MQTTLink: StatusFeed {
             } catch {
                 logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(config.statusTopic)", "error": "\(error)"])
             }
+            var extraIDs: [Int32: String] = [:]
+            for topic in extras.subscriptions {
+                do {
+                    if let id = try client.map({ try $0.subscribe(topic: topic, qos: 1) }) { extraIDs[id] = topic }
+                } catch {
+                    logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(topic)", "error": "\(error)"])
+                }
+            }
+            state.withLock { $0.extraSubscribeIDs = extraIDs; $0.connected = true }
+            onEvent(self, .connected)
 
         case .subscribed(let messageID, let granted):
-            let expected = state.withLock { $0.subscribeID == messageID }
+            let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
+            if let extra {
+                if MQTTStatusTopic.refused(granted: granted) {
+                    logger.error("MQTT broker at \(broker) refused the subscription to \(extra) (not authorised for that topic?)")
+                }
+                onEvent(self, .subscribed(topic: extra, refused: MQTTStatusTopic.refused(granted: granted)))
+                return
+            }
             guard expected else { return }
             if MQTTStatusTopic.refused(granted: granted) {
                 logger.error("\(topic.refusalWords)")
@@ -182,7 +219,10 @@ public final class MQTTLink: StatusFeed {
             logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
 
         case .message(let name, let payload, let retained):
-            guard name == config.statusTopic else { return }
+            guard name == config.statusTopic else {
+                if extras.subscriptions.contains(name) { onEvent(self, .message(topic: name, payload: payload, retained: retained)) }
+                return
+            }
             let report = topic.report(topic: name, payload: payload, retained: retained)
             let observer = state.withLock { state -> (@Sendable (RelayObserver.Report) -> Void)? in
                 switch report {
@@ -201,6 +241,7 @@ public final class MQTTLink: StatusFeed {
         case .disconnected(let code):
             let (attempt, stopped, detail) = state.withLock { state -> (AttemptTicket?, Bool, String?) in
                 state.ready = false
+                state.connected = false
                 state.subscribeID = nil
                 return (state.attempt, state.stopped, state.lastError)
             }
@@ -211,6 +252,24 @@ public final class MQTTLink: StatusFeed {
 
         case .published:
             break
+        }
+    }
+
+    /// Publishes through the link (QoS 1); false when it is not connected, or the
+    /// library refused the message (logged).
+    @discardableResult
+    public func publish(_ message: OutgoingMessage) -> Bool {
+        let client = state.withLock { state -> MosquittoClient? in
+            guard state.connected, !state.stopped else { return nil }
+            return state.client
+        }
+        guard let client else { return false }
+        do {
+            try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
+            return true
+        } catch {
+            logger.warning("MQTT link cannot publish", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+            return false
         }
     }
 
@@ -270,6 +329,26 @@ public final class MQTTLink: StatusFeed {
             state.withLock { if $0.attempt?.attempt == ticket.attempt { $0.attempt = nil } }
         }
     }
+}
+
+/// What a link carries besides the relay's topics: a last will, more subscriptions.
+public struct LinkExtras: Sendable, Equatable {
+    public var will: OutgoingMessage?
+    public var subscriptions: [String]
+
+    public init(will: OutgoingMessage? = nil, subscriptions: [String] = []) {
+        self.will = will
+        self.subscriptions = subscriptions
+    }
+}
+
+/// News of the link for whoever asked for `LinkExtras`; on libmosquitto's thread.
+public enum LinkEvent: Sendable {
+    /// CONNACK accepted (first connection or a reconnection); subscriptions requested.
+    case connected
+    case subscribed(topic: String, refused: Bool)
+    /// A message on one of `extras.subscriptions`.
+    case message(topic: String, payload: [UInt8], retained: Bool)
 }
 
 /// Why the link could not connect, for the log.

@@ -1,0 +1,212 @@
+import GateCore
+import GateSystem
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The gate as one Home Assistant device (SPEC §9), over the daemon's warm link:
+/// retained discovery configs, availability (the link's last will says `offline`),
+/// the "Last opening" sensor for every opening whoever made it (from the status
+/// file), and HA's button: one opening with source `homeassistant` per press.
+///
+/// A command that comes retained, or while an opening of this service runs, or that
+/// the pipeline refuses (lock, cooldown, busy relay), never triggers and is never
+/// queued: it is logged and the sensor shows `refused`.
+///
+/// Everything is published through the link made for the running configuration
+/// only (`DaemonContext.linkExtras`), never through one about to be replaced: a
+/// device whose table was removed or renamed is deleted through the new link.
+struct HomeAssistantService: Service, CustomStringConvertible {
+    var description: String { "homeassistant" }
+    let context: DaemonContext
+
+    static let source = "homeassistant"
+
+    enum Input: Sendable {
+        case config
+        case link(MQTTLink, LinkEvent)
+        case statusChanged
+        case openingFinished(OpeningResult)
+    }
+
+    func run() async {
+        let logger = context.logger
+        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let reloads = Task {
+            for await _ in context.homeAssistantUpdates { continuation.yield(.config) }
+        }
+        let events = Task {
+            for await (link, event) in context.linkEvents { continuation.yield(.link(link, event)) }
+        }
+        var watch: FileChangeWatch?
+        var forward: Task<Void, Never>?
+        do {
+            let started = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json"])
+            watch = started
+            forward = Task {
+                for await _ in started.changes { continuation.yield(.statusChanged) }
+            }
+        } catch {
+            logger.warning("Home Assistant: the status file is not watched; the Last opening sensor shows this daemon's openings only", metadata: ["error": "\(error)"])
+        }
+        defer {
+            reloads.cancel()
+            events.cancel()
+            forward?.cancel()
+            watch?.stop()
+        }
+
+        var state = State(fileLast: StatusFile.read(context.paths.statusFile)?.effective(now: WallClock.iso8601(), lockHeld: true).last)
+        state.sensor = state.fileLast.map(LastOpeningState.init)
+        var opening: Task<Void, Never>?
+
+        for await input in inputs.cancelOnGracefulShutdown() {
+            switch input {
+            case .config:
+                announce(&state, because: "configuration")
+            case .link(let link, .connected):
+                guard link === context.link else { continue }
+                announce(&state, because: "connected")
+            case .link(_, .subscribed(let topic, let refused)):
+                if refused { logger.error("Home Assistant: the broker refused the subscription to \(topic); check its ACL") }
+            case .link(let link, .message(let topic, let payload, let retained)):
+                guard link === context.link, let ha = context.config.homeAssistant else { continue }
+                let topics = HomeAssistantTopics(ha)
+                if topic == topics.homeAssistantStatus {
+                    let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
+                    if text == HomeAssistantDiscovery.online {
+                        logger.info("Home Assistant is online; announcing the device again")
+                        announce(&state, because: "homeassistant online")
+                    }
+                } else if topic == topics.command {
+                    command(payload: payload, retained: retained, state: &state, opening: &opening, continuation: continuation)
+                }
+            case .statusChanged:
+                readStatus(&state)
+            case .openingFinished(let result):
+                opening = nil
+                state.busy = false
+                let metadata: Logger.Metadata = [
+                    "source": "\(Self.source)", "outcome": "\(result.outcome.rawValue)",
+                    "adapter": "\(result.adapter?.rawValue ?? "none")", "duration_ms": "\(result.duration.milliseconds)",
+                ]
+                if result.error == .operationInProgress {
+                    refuse(&state, why: result.message)
+                } else if result.error == nil {
+                    logger.info("\(result.message)", metadata: metadata)
+                } else {
+                    logger.error("\(result.message)", metadata: metadata)
+                }
+                readStatus(&state)
+            }
+        }
+        if let opening {
+            logger.info("stopping: letting the Home Assistant opening in flight finish")
+            await opening.value
+        }
+    }
+
+    struct State {
+        /// The last opening in the status file, as last read.
+        var fileLast: StatusRecord.Last?
+        /// What the sensor shows (the file's last opening, or a refusal since).
+        var sensor: LastOpeningState?
+        /// The device as last announced: deleted first when the configuration moves it.
+        var announced: HomeAssistantTopics?
+        var busy = false
+    }
+
+    /// The link for the running configuration, when it is connected.
+    private var currentLink: MQTTLink? {
+        guard let link = context.link, link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config) else { return nil }
+        return link
+    }
+
+    private func discovery() -> HomeAssistantDiscovery? {
+        let config = context.config
+        guard let ha = config.homeAssistant, let mqtt = config.mqtt else { return nil }
+        return HomeAssistantDiscovery(config: ha, mqtt: mqtt, version: GateRelease.version)
+    }
+
+    /// Deletes a device that moved or went away, then announces the configured one:
+    /// configs, online, the sensor's state.
+    private func announce(_ state: inout State, because why: String) {
+        guard let link = currentLink else { return }
+        let logger = context.logger
+        let wanted = discovery()
+        if let old = state.announced, old != wanted?.topics {
+            let sent = HomeAssistantDiscovery.removal(old).allSatisfy { link.publish($0) }
+            guard sent else { return }
+            logger.notice("Home Assistant device removed (empty retained configs)", metadata: ["node_id": "\(old.config.nodeID)"])
+            state.announced = nil
+        }
+        guard let wanted else { return }
+        var messages = wanted.configMessages + [wanted.birth]
+        if let sensor = state.sensor { messages += wanted.lastOpeningMessages(sensor) }
+        guard messages.allSatisfy({ link.publish($0) }) else { return }
+        state.announced = wanted.topics
+        logger.info("Home Assistant device announced", metadata: [
+            "node_id": "\(wanted.config.nodeID)", "prefix": "\(wanted.config.discoveryPrefix)", "why": "\(why)",
+        ])
+    }
+
+    private func publishSensor(_ state: State) {
+        guard let sensor = state.sensor, let discovery = discovery(), let link = currentLink else { return }
+        for message in discovery.lastOpeningMessages(sensor) { link.publish(message) }
+    }
+
+    private func readStatus(_ state: inout State) {
+        guard case .success(let record) = StatusFile.effective(paths: context.paths), let last = record.last else { return }
+        guard last != state.fileLast else { return }
+        state.fileLast = last
+        state.sensor = LastOpeningState(last)
+        publishSensor(state)
+    }
+
+    /// `error` is the sensor's `error` attribute: why, in one word.
+    private func refuse(_ state: inout State, why: String, error: String = GateKeeperError.operationInProgress.rawValue) {
+        context.logger.notice("Home Assistant command refused: \(why)", metadata: ["source": "\(Self.source)"])
+        state.sensor = .refused(source: Self.source, at: WallClock.iso8601(), error: error)
+        publishSensor(state)
+    }
+
+    private func command(
+        payload: [UInt8], retained: Bool, state: inout State, opening: inout Task<Void, Never>?,
+        continuation: AsyncStream<Input>.Continuation
+    ) {
+        let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
+        if payload.isEmpty {
+            // Someone clearing a retained message: not a press.
+            context.logger.notice("Home Assistant command topic: empty message ignored")
+            return
+        }
+        if retained {
+            refuse(&state, why: "the command was retained on the broker (stale by definition; clear it with an empty retained message)", error: "retainedCommand")
+            return
+        }
+        guard text == HomeAssistantDiscovery.press else {
+            refuse(&state, why: "unknown payload \(SafeText.escaped(String(text.prefix(40)))); a press is \(HomeAssistantDiscovery.press)", error: "invalidCommand")
+            return
+        }
+        guard !state.busy else {
+            refuse(&state, why: "an opening from Home Assistant is in progress")
+            return
+        }
+        state.busy = true
+        let context = self.context
+        context.logger.info("Home Assistant button pressed; opening", metadata: ["source": "\(Self.source)"])
+        opening = Task {
+            let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: Self.source))
+            continuation.yield(.openingFinished(result))
+        }
+    }
+}
+
+extension String {
+    var trimmingWhitespace: String {
+        var text = Substring(self)
+        while let first = text.first, first.isWhitespace { text.removeFirst() }
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return String(text)
+    }
+}
