@@ -8,6 +8,7 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case mqttTCP = "mqtt-tcp"
     case mqttConnect = "mqtt-connect"
     case gpio
+    case homeassistant
 }
 
 /// What one check found.

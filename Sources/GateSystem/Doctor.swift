@@ -26,7 +26,7 @@ public enum Doctor {
 
         guard let (config, file) = loaded else {
             let why = "not checked: no valid configuration"
-            for check in [DoctorCheck.udp, .mqttPassword, .mqttTCP, .mqttConnect, .gpio] {
+            for check in [DoctorCheck.udp, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant] {
                 findings.append(.skip(check, why))
             }
             return DoctorReport(findings: findings)
@@ -40,20 +40,24 @@ public enum Doctor {
             findings.append(.skip(.udp, "no [udp] table: openings use MQTT only"))
         }
 
-        findings += mqtt(config.mqtt, file: file, environment: environment, logger: logger)
+        let (mqttFindings, homeAssistant) = mqtt(config.mqtt, homeAssistant: config.homeAssistant, file: file, environment: environment, logger: logger)
+        findings += mqttFindings
 
         if let buttonConfig = config.button {
             findings.append(DoctorVerdict.button(button(buttonConfig), button: buttonConfig, file: file, user: user))
         } else {
             findings.append(.skip(.gpio, "no [button] table: this host reads no push button"))
         }
+        findings.append(homeAssistant)
         return DoctorReport(findings: findings)
     }
 
-    private static func mqtt(_ mqtt: MQTTConfig?, file: String, environment: [String: String], logger: Logger) -> [DoctorFinding] {
+    private static func mqtt(
+        _ mqtt: MQTTConfig?, homeAssistant: HomeAssistantConfig?, file: String, environment: [String: String], logger: Logger
+    ) -> ([DoctorFinding], DoctorFinding) {
         guard let mqtt else {
             let why = "no [mqtt] table: no MQTT fallback"
-            return [.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)]
+            return ([.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)], .skip(.homeassistant, "no [homeassistant] table"))
         }
         var findings: [DoctorFinding] = []
         // Released (and so wiped) when this function returns.
@@ -80,7 +84,28 @@ public enum Doctor {
             logger.debug("doctor: broker", metadata: ["broker": "\(DoctorVerdict.endpoint(mqtt))", "facts": "\(facts)"])
             findings.append(DoctorVerdict.broker(facts, mqtt: mqtt, file: file))
         }
-        return findings
+        guard let homeAssistant else { return (findings, .skip(.homeassistant, "no [homeassistant] table")) }
+        guard let connect = findings.last, connect.check == .mqttConnect, connect.status == .ok else {
+            return (findings, .skip(.homeassistant, "not checked: the broker login did not succeed"))
+        }
+        return (findings, homeAssistantCheck(mqtt, homeAssistant, password: password, file: file))
+    }
+
+    /// Subscribes to the command topic (for the SUBACK only: nothing is published) as the
+    /// daemon would: a broker that refuses it would never pass HA's presses on.
+    private static func homeAssistantCheck(_ mqtt: MQTTConfig, _ ha: HomeAssistantConfig, password: Secret?, file: String) -> DoctorFinding {
+        let topics = HomeAssistantTopics(ha)
+        let user = mqtt.username.map { "user \($0)" } ?? "anonymous clients"
+        switch MQTTOneShot.run(mqtt, password: password, subscribe: topics.command, publish: [], timeout: .seconds(fromConfig: mqtt.timeout)) {
+        case .success(let outcome) where outcome.subscriptionGranted == true:
+            return .ok(.homeassistant, "the broker accepts the subscription to the command topic \(topics.command); device \"\(ha.name)\" is announced under \(ha.discoveryPrefix)/")
+        case .success:
+            return .fail(.homeassistant, .unavailable, "the broker refused the subscription to the command topic \(topics.command): Home Assistant's button would never reach the daemon",
+                         fix: "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (deploy/README.md, Home Assistant)")
+        case .failure(let failure):
+            return .fail(.homeassistant, .unavailable, "cannot check the command topic \(topics.command): \(failure)",
+                         fix: "check the broker named in [mqtt] of \(file)")
+        }
     }
 
     /// The runtime and the state folder. `RuntimePaths.resolve` reports only the first

@@ -17,13 +17,16 @@ struct DoctorCommand: ParsableCommand {
               mqtt-tcp       the broker accepts a TCP connection
               mqtt-connect   TLS handshake (if configured) and login, up to the CONNACK
               gpio           the button's GPIO line can be requested (with [button])
+              homeassistant  the broker accepts the subscription to HA's command topic
+                             (with [homeassistant])
 
             The GPIO line is released at once; a line held by a running `gate daemon` \
             counts as working. A /run/gate that exists but that this account cannot write \
             fails the runtime check: its openings would not share the service's lock.
 
-            Nothing is ever sent to the ESP32 and nothing is published or subscribed on \
-            the broker: the doctor cannot trigger the relay. Each network check is bounded \
+            Nothing is ever sent to the ESP32 and nothing is published on the broker: the \
+            doctor cannot trigger the relay. The only subscription is the homeassistant \
+            check's, to the command topic, for the broker's answer (SUBACK) only. Each network check is bounded \
             by mqtt.timeout. A check that does not apply, or that needs one that failed, is \
             skipped with the reason. It sees what the account and environment that run it \
             see: to check the service's view (user gate, its systemd credential), run it \

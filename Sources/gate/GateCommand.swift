@@ -22,7 +22,7 @@ struct GateCommand: AsyncParsableCommand {
             cycled: do not retry blindly).
             """,
         version: GateVersion.current,
-        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self, DaemonCommand.self, DoctorCommand.self]
+        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self, DaemonCommand.self, DoctorCommand.self, HomeAssistantCommand.self]
     )
 
     @OptionGroup var globals: GlobalOptions

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Every check `gate doctor` prints, in order.
-let doctorChecks = ["config", "runtime", "state", "udp", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio"]
+let doctorChecks = ["config", "runtime", "state", "udp", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio", "homeassistant"]
 
 /// `gate doctor --json`, run and parsed; findings keyed by check.
 struct DoctorOutcome {

@@ -88,8 +88,12 @@ public final class MosquittoBroker: @unchecked Sendable {
         return output.isEmpty ? log : log + "\n--- mosquitto stdout/stderr\n" + output
     }
 
-    public init(_ security: Security = .plain) throws {
+    /// mosquitto's `acl_file` text, when given (users come from `security`).
+    public let acl: String?
+
+    public init(_ security: Security = .plain, acl: String? = nil) throws {
         self.security = security
+        self.acl = acl
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -97,6 +101,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         logFile = directory.appendingPathComponent("mosquitto.log").path
         outputFile = directory.appendingPathComponent("mosquitto.out").path
         do {
+            if let acl { try acl.write(to: directory.appendingPathComponent("acl"), atomically: true, encoding: .utf8) }
             tls = security.usesTLS ? try Self.makeTLSFiles(in: directory.appendingPathComponent("tls")) : nil
             if let users = security.users {
                 guard let first = users.keys.sorted().first else { throw Failure("a password broker needs at least one user") }
@@ -251,6 +256,9 @@ public final class MosquittoBroker: @unchecked Sendable {
             lines += ["allow_anonymous false", "password_file \(directory.appendingPathComponent("passwd").path)"]
         } else {
             lines.append("allow_anonymous true")
+        }
+        if acl != nil {
+            lines.append("acl_file \(directory.appendingPathComponent("acl").path)")
         }
         if let tls {
             lines += [
