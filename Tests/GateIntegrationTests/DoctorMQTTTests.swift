@@ -45,7 +45,7 @@ struct DoctorMQTTTests {
         }
         #expect(doctor.statuses == [
             "config": "ok", "runtime": "ok", "state": "ok", "udp": "ok",
-            "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip",
+            "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
         ], "\(doctor.run.summary)")
         #expect(doctor["mqtt-password"].detail.contains("systemd credentials"))
         #expect(doctor["mqtt-connect"].detail.contains("TLS handshake verified against \(broker.caFile!)"))
