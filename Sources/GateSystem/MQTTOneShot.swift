@@ -33,6 +33,8 @@ public final class MQTTOneShot: Sendable {
         var connack: Int32?
         var subscribeID: Int32?
         var granted: Bool?
+        /// SUBACKs by message id: one may come before `subscribe` returned its id.
+        var subacks: [Int32: Bool] = [:]
         var pending: Set<Int32> = []
         /// PUBACKs seen before their `publish` call returned.
         var early: Set<Int32> = []
@@ -93,7 +95,10 @@ public final class MQTTOneShot: Sendable {
         do throws(MosquittoError) {
             if let subscribe {
                 let id = try client.subscribe(topic: subscribe, qos: 1)
-                progress.withLock { $0.subscribeID = id }
+                progress.withLock { state in
+                    state.subscribeID = id
+                    state.granted = state.subacks[id]
+                }
             }
             for message in messages {
                 let id = try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
@@ -137,7 +142,8 @@ public final class MQTTOneShot: Sendable {
             progress.withLock { $0.connack = code }
         case .subscribed(let id, let granted):
             progress.withLock { state in
-                if state.subscribeID == id { state.granted = !MQTTStatusTopic.refused(granted: granted) }
+                state.subacks[id] = !MQTTStatusTopic.refused(granted: granted)
+                if state.subscribeID == id { state.granted = state.subacks[id] }
             }
         case .published(let id):
             progress.withLock { state in

@@ -165,8 +165,12 @@ extension DaemonTests {
             daemon.send(SIGHUP)
             #expect(daemon.waitForLog("configuration reloaded; changed: homeassistant (removed)"), "\(daemon.log)")
             #expect(daemon.waitForLog("Home Assistant device removed"), "\(daemon.log)")
-            let cleared = try waitUntil { try retained(broker).keys.filter { $0.hasPrefix("homeassistant/") || $0.hasPrefix("gate/") }.isEmpty }
-            #expect(cleared, "\(daemon.log)")
+            var left: [String: String] = [:]
+            let cleared = try waitUntil {
+                left = try retained(broker).filter { $0.key.hasPrefix("homeassistant/") || $0.key.hasPrefix("gate/") }
+                return left.isEmpty
+            }
+            #expect(cleared, "left: \(left)\n\(daemon.log)\n--- broker\n\(broker.logText)")
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
 
             // Announced again by a daemon with the table, then removed from the command line.
@@ -178,8 +182,8 @@ extension DaemonTests {
             let run = try GateRunner.run(["homeassistant", "remove", "--config", config.path], environment: environment)
             #expect(run.status == 0, "\(run.summary)")
             #expect(run.stdout.contains("Removed the Home Assistant device garden_gate"), "\(run.summary)")
-            let left = try retained(broker)
-            #expect(left.keys.filter { $0.hasPrefix("homeassistant/") || $0.hasPrefix("gate/") }.isEmpty, "\(left)")
+            let remaining = try retained(broker)
+            #expect(remaining.keys.filter { $0.hasPrefix("homeassistant/") || $0.hasPrefix("gate/") }.isEmpty, "\(remaining)")
         }
 
         @Test("With the deploy ACL, only Home Assistant's user can open through the command topic; gate doctor checks the table")

@@ -27,6 +27,8 @@ public final class MQTTLink: StatusFeed {
     let onEvent: @Sendable (MQTTLink, LinkEvent) -> Void
     let state = Mutex(LinkState())
     let wake: WakeSignal
+    /// Signalled by PUBACKs while `stop` waits for its goodbye's.
+    let acknowledgement: WakeSignal
 
     struct LinkState {
         var client: MosquittoClient?
@@ -45,6 +47,8 @@ public final class MQTTLink: StatusFeed {
         var extraSubscribeIDs: [Int32: String] = [:]
         /// CONNACK accepted on the current connection.
         var connected = false
+        /// PUBACKs seen while `stop` waits for its goodbye's.
+        var acknowledged: Set<Int32>?
     }
 
     public init(
@@ -61,6 +65,7 @@ public final class MQTTLink: StatusFeed {
         self.logger = logger
         self.onUnclaimed = onUnclaimed
         self.wake = try WakeSignal()
+        self.acknowledgement = try WakeSignal()
     }
 
     var broker: String { topic.broker }
@@ -80,9 +85,10 @@ public final class MQTTLink: StatusFeed {
     /// Disconnects and ends the link's threads; an exchange still running is told
     /// the link went away. Safe to call more than once.
     public func stop() {
-        // A clean DISCONNECT makes the broker drop the will: say it ourselves first
-        // (queued before the DISCONNECT, so written before it).
-        if let will = extras.will { _ = publish(will) }
+        // A clean DISCONNECT makes the broker drop the will: say it ourselves first, and
+        // wait (briefly) until the broker has it, so that it cannot land after the
+        // `online` (or the removal) of the link that replaces this one.
+        if let will = extras.will { sayGoodbye(will) }
         let (client, attempt) = state.withLock { state -> (MosquittoClient?, AttemptTicket?) in
             state.stopped = true
             state.ready = false
@@ -250,8 +256,13 @@ public final class MQTTLink: StatusFeed {
             logger.warning("MQTT link lost; reconnecting", metadata: ["broker": "\(broker)", "reason": "\(words)"])
             attempt?.report(.lost("lost the connection to MQTT broker at \(broker) (\(words))"))
 
-        case .published:
-            break
+        case .published(let id):
+            let waiting = state.withLock { state -> Bool in
+                guard state.acknowledged != nil else { return false }
+                state.acknowledged?.insert(id)
+                return true
+            }
+            if waiting { acknowledgement.signal() }
         }
     }
 
@@ -259,17 +270,40 @@ public final class MQTTLink: StatusFeed {
     /// library refused the message (logged).
     @discardableResult
     public func publish(_ message: OutgoingMessage) -> Bool {
+        publishID(message) != nil
+    }
+
+    private func publishID(_ message: OutgoingMessage) -> Int32? {
         let client = state.withLock { state -> MosquittoClient? in
             guard state.connected, !state.stopped else { return nil }
             return state.client
         }
-        guard let client else { return false }
+        guard let client else { return nil }
         do {
-            try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
-            return true
+            return try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
         } catch {
             logger.warning("MQTT link cannot publish", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
-            return false
+            return nil
+        }
+    }
+
+    /// Publishes `message` and waits up to 2 s for the broker's PUBACK.
+    private func sayGoodbye(_ message: OutgoingMessage) {
+        state.withLock { $0.acknowledged = [] }
+        defer { state.withLock { $0.acknowledged = nil } }
+        guard let id = publishID(message) else { return }
+        let deadline = MonotonicClock.now() + .seconds(2)
+        while !state.withLock({ $0.acknowledged?.contains(id) ?? true }) {
+            let now = MonotonicClock.now()
+            guard now < deadline, state.withLock({ $0.connected }) else {
+                logger.warning("MQTT link: the broker did not acknowledge \(message.topic) before the link closed")
+                return
+            }
+            var fds = [pollfd(fd: acknowledgement.fd, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 1, Int32(clamping: (deadline.nanoseconds - now.nanoseconds) / 1_000_000 + 1)) > 0 {
+                var drained = [UInt8](repeating: 0, count: 64)
+                _ = read(acknowledgement.fd, &drained, drained.count)
+            }
         }
     }
 
