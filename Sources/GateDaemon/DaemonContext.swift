@@ -85,7 +85,9 @@ public final class DaemonContext: Sendable {
     static func linkExtras(for config: GateConfig) -> LinkExtras {
         guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras() }
         let discovery = HomeAssistantDiscovery(config: homeAssistant, mqtt: mqtt, version: GateRelease.version)
-        return LinkExtras(will: discovery.will, subscriptions: [discovery.topics.command, discovery.topics.homeAssistantStatus])
+        return LinkExtras(
+            will: discovery.will, subscriptions: [discovery.topics.command, discovery.topics.homeAssistantStatus], retainAsPublished: true
+        )
     }
 
     /// Hands a link's news to Home Assistant's service.

@@ -136,6 +136,20 @@ public final class MosquittoClient: @unchecked Sendable {
         if running { _ = api.loop_stop(handle, force) }
     }
 
+    /// Speaks MQTT 5 instead of 3.1.1 (before `connect`): needed for subscription options.
+    public func useMQTT5() throws(MosquittoError) {
+        try check("mosquitto_int_option(PROTOCOL_VERSION)", api.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5))
+    }
+
+    /// MQTT 5's "retain as published" (MQTT_SUB_OPT_RETAIN_AS_PUBLISHED of mqtt_protocol.h):
+    /// a message published retained keeps its retain flag even when it reaches a client
+    /// already subscribed (MQTT 3.1.1 clears it then). Needs `useMQTT5`.
+    public func subscribeRetainAsPublished(topic: String, qos: Int32) throws(MosquittoError) -> Int32 {
+        var messageID: Int32 = 0
+        try check("mosquitto_subscribe_v5", api.subscribe_v5(handle, &messageID, topic, qos, 0x08, nil))
+        return messageID
+    }
+
     @discardableResult
     public func subscribe(topic: String, qos: Int32 = 0) throws(MosquittoError) -> Int32 {
         var messageID: Int32 = 0

@@ -48,7 +48,7 @@ private func haConfig(sim: Simulator, broker: MosquittoBroker, cooldown: Double,
 extension DaemonTests {
     @Suite("Home Assistant over MQTT discovery (SPEC §9)")
     struct HomeAssistant {
-        @Test("A retained command left before the start never triggers; the discovery configs are retained and exact; online")
+        @Test("A retained command, left before the start or published while subscribed, never triggers; the discovery configs are retained and exact; online")
         func retainedCommandAndDiscovery() throws {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
@@ -67,6 +67,11 @@ extension DaemonTests {
             #expect(seen[lastOpening] == "refused", "\(seen)")
             #expect(seen[attributes]?.contains(#""source":"homeassistant""#) == true)
             #expect(seen[attributes]?.contains(#""error":"retainedCommand""#) == true)
+            // Published retained while the daemon is subscribed: MQTT 3.1.1 would deliver it
+            // without its retain flag; the link's MQTT 5 "retain as published" keeps it.
+            #expect(daemon.waitForLog("MQTT link up"), "\(daemon.log)")
+            try broker.publish(topic: command, payload: "PRESS", retained: true)
+            #expect(daemon.waitForLog("Home Assistant command refused: the command was retained", count: 2), "\(daemon.log)")
             Thread.sleep(forTimeInterval: 1)
             #expect(try sim.activations().isEmpty, "a retained command must never trigger")
             #expect(try daemon.history().isEmpty)

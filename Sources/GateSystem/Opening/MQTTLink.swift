@@ -143,6 +143,9 @@ public final class MQTTLink: StatusFeed {
         do {
             let client = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event) }
             password = nil
+            if extras.retainAsPublished {
+                try client.useMQTT5()
+            }
             if let will = extras.will {
                 try client.setWill(topic: will.topic, payload: will.payload, qos: 1, retain: will.retain)
             }
@@ -199,7 +202,11 @@ public final class MQTTLink: StatusFeed {
             var extraIDs: [Int32: String] = [:]
             for topic in extras.subscriptions {
                 do {
-                    if let id = try client.map({ try $0.subscribe(topic: topic, qos: 1) }) { extraIDs[id] = topic }
+                    let id = try client.map { client in
+                        try extras.retainAsPublished
+                            ? client.subscribeRetainAsPublished(topic: topic, qos: 1) : client.subscribe(topic: topic, qos: 1)
+                    }
+                    if let id { extraIDs[id] = topic }
                 } catch {
                     logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(topic)", "error": "\(error)"])
                 }
@@ -369,10 +376,15 @@ public final class MQTTLink: StatusFeed {
 public struct LinkExtras: Sendable, Equatable {
     public var will: OutgoingMessage?
     public var subscriptions: [String]
+    /// The link then speaks MQTT 5 and subscribes to `subscriptions` with "retain as
+    /// published": a retained message keeps its flag even when it arrives live (a
+    /// retained command must never be taken for a press, SPEC §9).
+    public var retainAsPublished: Bool
 
-    public init(will: OutgoingMessage? = nil, subscriptions: [String] = []) {
+    public init(will: OutgoingMessage? = nil, subscriptions: [String] = [], retainAsPublished: Bool = false) {
         self.will = will
         self.subscriptions = subscriptions
+        self.retainAsPublished = retainAsPublished
     }
 }
 
