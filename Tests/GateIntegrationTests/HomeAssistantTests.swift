@@ -58,6 +58,8 @@ extension DaemonTests {
             try daemon.waitForReady()
             #expect(daemon.waitForLog("Home Assistant command refused: the command was retained"), "\(daemon.log)")
             #expect(daemon.waitForLog("Home Assistant device announced"), "\(daemon.log)")
+            // The refusal is logged before its sensor state reaches the broker.
+            #expect(try waitForRetained(broker, lastOpening, "refused"), "\(daemon.log)")
 
             let seen = try retained(broker)
             for topic in configTopics {
@@ -114,6 +116,13 @@ extension DaemonTests {
             #expect(recorder.waitForMessages(topic: lastOpening, count: 3) == ["success", "refused", "success"], "\(recorder.received)\n\(daemon.log)")
             #expect(recorder.messages(topic: attributes).last?.contains(#""source":"cli""#) == true, "\(recorder.received)")
             #expect(try sim.activations().count == 2)
+
+            // Another MQTT client (the phone app) triggers the relay: recorded as elsewhere, shown too.
+            // (A relay 1 within 1 s of a local opening's end is its echo: waited out first.)
+            Thread.sleep(forTimeInterval: 1.5)
+            try broker.publish(topic: "iot/house/gate/esp32/trigger", payload: String(Int(Date().timeIntervalSince1970)), qos: 0)
+            #expect(recorder.waitForMessages(topic: lastOpening, count: 4, within: .seconds(15)) == ["success", "refused", "success", "success"], "\(recorder.received)\n\(daemon.log)")
+            #expect(recorder.messages(topic: attributes).last?.contains(#""source":"elsewhere""#) == true, "\(recorder.received)")
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
