@@ -65,12 +65,22 @@ struct HomeAssistantService: Service, CustomStringConvertible {
             case .config:
                 announce(&state, because: "configuration")
             case .link(let link, .connected):
-                guard link === context.link else { continue }
-                announce(&state, because: "connected")
+                if link === context.link {
+                    announce(&state, because: "connected")
+                } else if link.isConnected {
+                    // LinkService installs a link just after starting it: a fast CONNACK can
+                    // come first. Looked at again shortly; a replaced link is no longer connected.
+                    Task {
+                        try? await Task.sleep(for: .milliseconds(50))
+                        continuation.yield(.link(link, .connected))
+                    }
+                }
             case .link(_, .subscribed(let topic, let refused)):
                 if refused { logger.error("Home Assistant: the broker refused the subscription to \(topic); check its ACL") }
             case .link(let link, .message(let topic, let payload, let retained)):
-                guard link === context.link, let ha = context.config.homeAssistant else { continue }
+                // The running configuration's link (perhaps not installed yet), never a replaced one.
+                guard link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config),
+                      let ha = context.config.homeAssistant else { continue }
                 let topics = HomeAssistantTopics(ha)
                 if topic == topics.homeAssistantStatus {
                     let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace

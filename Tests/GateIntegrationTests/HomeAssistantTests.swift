@@ -200,6 +200,20 @@ extension DaemonTests {
             #expect(remaining.keys.filter { $0.hasPrefix("homeassistant/") || $0.hasPrefix("gate/") }.isEmpty, "\(remaining)")
         }
 
+        @Test("gate config check explains [homeassistant], config show writes it out, a table without [mqtt] exits 78")
+        func configCommands() throws {
+            let config = try TestConfig("[mqtt]\nhost = \"127.0.0.1\"\n[homeassistant]\nnode_id = \"front\"\n")
+            let check = try GateRunner.run(["config", "check", "--config", config.path])
+            #expect(check.status == 0, "\(check.summary)")
+            #expect(check.stdout.contains(#"homeassistant: device "Garden gate" (node front), discovery under homeassistant/, button on gate/front/open"#), "\(check.summary)")
+            let show = try GateRunner.run(["config", "show", "--config", config.path])
+            #expect(show.stdout.contains("[homeassistant]\ndiscovery_prefix = \"homeassistant\"\nnode_id = \"front\"\nname = \"Garden gate\"\n"), "\(show.summary)")
+            let alone = try TestConfig("[udp]\nhost = \"127.0.0.1\"\n[homeassistant]\n")
+            let refused = try GateRunner.run(["config", "check", "--config", alone.path])
+            #expect(refused.status == 78, "\(refused.summary)")
+            #expect(refused.stderr.contains("[homeassistant] needs [mqtt]"), "\(refused.summary)")
+        }
+
         @Test("With the deploy ACL, only Home Assistant's user can open through the command topic; gate doctor checks the table")
         func aclKeepsOthersOut() throws {
             let acl = try String(contentsOf: repositoryRoot().appendingPathComponent("deploy/homeassistant/mosquitto.acl"), encoding: .utf8)
