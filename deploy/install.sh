@@ -85,6 +85,8 @@ run install -m 0644 "$here/systemd/99-gate-gpio.rules" "$destdir$udev_dir/99-gat
 run install -m 0644 "$here/gate.toml.example" "$destdir$doc_dir/gate.toml.example"
 run install -m 0644 "$here/README.md" "$destdir$doc_dir/README.md"
 run install -m 0644 "$here/credentials/README.md" "$destdir$doc_dir/credentials.md"
+run install -m 0644 "$here/homeassistant/README.md" "$destdir$doc_dir/homeassistant.md"
+run install -m 0644 "$here/homeassistant/mosquitto.acl" "$destdir$doc_dir/mosquitto-homeassistant.acl"
 if [[ $prefix != /usr ]]; then
     printf 'note: the unit runs /usr/bin/gate; with --prefix %s add a drop-in with ExecStart=%s/bin/gate daemon\n' \
         "$prefix" "$prefix"

@@ -141,6 +141,8 @@ struct DeployTests {
             ("usr/lib/udev/rules.d/99-gate-gpio.rules", "644"),
             ("usr/share/doc/gate/gate.toml.example", "644"),
             ("usr/share/doc/gate/README.md", "644"),
+            ("usr/share/doc/gate/homeassistant.md", "644"),
+            ("usr/share/doc/gate/mosquitto-homeassistant.acl", "644"),
         ] {
             var info = stat()
             guard stat(destination.appendingPathComponent(path).path, &info) == 0 else {
