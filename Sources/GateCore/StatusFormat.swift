@@ -103,49 +103,9 @@ public struct StatusClock: Sendable {
         return "\(two(day / 3600)):\(two(day / 60 % 60)):\(two(day % 60))"
     }
 
-    /// Milliseconds since the Unix epoch of `YYYY-MM-DDTHH:MM:SS[.mmm]Z`, the only form
-    /// `gate` writes; `nil` for anything else.
+    /// Milliseconds since the Unix epoch of a timestamp as gate writes them
+    /// (`WallTime`: the one reader of the shared files' times); `nil` for anything else.
     public static func epochMilliseconds(_ timestamp: String) -> Int64? {
-        let bytes = Array(timestamp.utf8)
-        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z") else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            var value: Int64 = 0
-            for index in range {
-                let digit = Int64(bytes[index]) - 48
-                guard digit >= 0 && digit <= 9 else { return nil }
-                value = value * 10 + digit
-            }
-            return value
-        }
-        guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-        else { return nil }
-        var millis: Int64 = 0
-        if bytes.count > 20 {
-            guard bytes[19] == UInt8(ascii: "."), bytes.count <= 30, let fraction = number(20..<(bytes.count - 1)) else { return nil }
-            let digits = bytes.count - 21
-            millis = digits >= 3 ? fraction / power(10, digits - 3) : fraction * power(10, 3 - digits)
-        } else if bytes[19] != UInt8(ascii: "Z") {
-            return nil
-        }
-        let days = daysFromCivil(year: year, month: month, day: day)
-        return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
-    }
-
-    private static func power(_ base: Int64, _ exponent: Int) -> Int64 {
-        (0..<exponent).reduce(1) { value, _ in value * base }
-    }
-
-    /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's algorithm).
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        WallTime.nanoseconds(fromISO8601: timestamp).map { $0 / 1_000_000 }
     }
 }

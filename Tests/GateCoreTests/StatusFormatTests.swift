@@ -50,7 +50,7 @@ struct StatusFormatTests {
         let berlin = StatusClock { _ in 3600 }
         #expect(StatusFormat.text.render(Sample.failed, clock: berlin) == "error until 11:00:05 (last: allAdaptersFailed)")
         #expect(StatusClock.utc.timeOfDay("2026-11-21T23:59:59.999Z") == "23:59:59")
-        #expect(StatusClock(utcOffset: { _ in 60 }).timeOfDay("2026-11-21T23:59:30Z") == "00:00:30")
+        #expect(StatusClock(utcOffset: { _ in 60 }).timeOfDay("2026-11-21T23:59:30.000Z") == "00:00:30")
         #expect(StatusClock.utc.timeOfDay("not a time") == "not a time")
     }
 
@@ -58,7 +58,8 @@ struct StatusFormatTests {
     func epochMilliseconds() {
         #expect(StatusClock.epochMilliseconds("1970-01-01T00:00:00.000Z") == 0)
         #expect(StatusClock.epochMilliseconds("2026-11-21T10:00:01.250Z") == 1_795_255_201_250)
-        #expect(StatusClock.epochMilliseconds("2000-02-29T12:00:00Z") == 951_825_600_000)
+        #expect(StatusClock.epochMilliseconds("2000-02-29T12:00:00.000Z") == 951_825_600_000)
+        #expect(StatusClock.epochMilliseconds("2000-02-29T12:00:00Z") == nil, "only the form gate writes")
         #expect(StatusClock.epochMilliseconds("2026-11-21 10:00:01Z") == nil)
         #expect(StatusClock.epochMilliseconds("2026-13-21T10:00:01.000Z") == nil)
     }

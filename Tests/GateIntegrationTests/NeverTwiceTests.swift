@@ -153,7 +153,7 @@ struct NeverTwiceTests {
             cooldown = 2
             """)
         let environment = GateRunner.isolatedEnvironment()
-        let first = try UnmaskedGate(arguments: ["open", "--config", config.path], environment: environment)
+        let first = try GateRunner.start(["open", "--config", config.path], environment: environment)
         let seen = try waitUntil(.seconds(10)) { try !sim.activations().isEmpty }
         first.send(signal)
         try #require(seen, "the first opening never activated the relay")
@@ -167,14 +167,14 @@ struct NeverTwiceTests {
         let second = try GateRunner.run(["open", "--json", "--config", config.path], environment: environment)
         let ended = try first.finish(timeout: .seconds(20))
         if signal == SIGKILL {
-            #expect(ended.signalled && ended.run.status == SIGKILL, "the first opener was not killed mid-cycle: \(ended.run.summary)")
+            #expect(first.endedBySignal && ended.status == SIGKILL, "the first opener was not killed mid-cycle: \(ended.summary)")
         }
 
         #expect(second.status == 75, "second opening started \(String(format: "%.2f", secondStart)) s after the trigger\n\(second.summary)")
         #expect(try second.json()["error"] as? String == "operationInProgress", "\(second.stdout)")
         let activations = try sim.activations()
         #expect(activations.count == 1, "\(activations)")
-        #expect(sim.receivedTriggers().count == 1, "a second trigger was sent: \(sim.receivedTriggers())\nfirst opener: \(ended.run.summary)")
+        #expect(sim.receivedTriggers().count == 1, "a second trigger was sent: \(sim.receivedTriggers())\nfirst opener: \(ended.summary)")
     }
 
     // MARK: 5

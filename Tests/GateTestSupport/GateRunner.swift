@@ -73,7 +73,9 @@ public enum GateRunner {
     }
 }
 
-/// A `gate` process that is still running, for tests that act while it waits.
+/// A `gate` process that is still running, for tests that act while it waits. Spawned
+/// with an empty signal mask (Spawn.swift), as a shell or systemd would start it, so that
+/// a test's SIGTERM reaches it; killed if the test ends without finishing it.
 public final class RunningGate {
     public let process = Process()
     public let directory: URL
@@ -97,11 +99,27 @@ public final class RunningGate {
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
-        try process.run()
+        try runWithSignalsUnblocked(process)
         closeFileStreams(of: process)
     }
 
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGCONT)
+            kill(process.processIdentifier, SIGKILL)
+            _ = exited.wait(timeout: .now() + 5)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     public var pid: Int32 { process.processIdentifier }
+
+    public func send(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Whether a signal ended the process (then `finish`'s status is its number).
+    public var endedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
 
     public func finish(timeout: Duration) throws -> GateRun {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
