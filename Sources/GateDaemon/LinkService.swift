@@ -9,7 +9,8 @@ import ServiceLifecycle
 ///
 /// A reload that changes `[mqtt]` replaces the link; one that removes it closes it.
 struct LinkService: Service, CustomStringConvertible {
-    var description: String { "mqtt-link" }
+    static let name = "mqtt-link"
+    var description: String { Self.name }
     let context: DaemonContext
 
     /// A `1` this soon after a local opening ended is that opening's late echo
@@ -25,6 +26,8 @@ struct LinkService: Service, CustomStringConvertible {
         case status(payload: [UInt8], at: MonotonicInstant)
         case timer(at: MonotonicInstant)
         case config(GateConfig)
+        /// The watchdog's beat (ServiceProgress): this loop is alive.
+        case beat
     }
 
     func run() async {
@@ -33,7 +36,11 @@ struct LinkService: Service, CustomStringConvertible {
         let reloads = Task {
             for await config in context.linkUpdates { continuation.yield(.config(config)) }
         }
-        defer { reloads.cancel() }
+        let beats = context.progress.beats { continuation.yield(.beat) }
+        defer {
+            reloads.cancel()
+            beats?.cancel()
+        }
 
         var mqtt = context.config.mqtt
         var link = startLink(mqtt, into: continuation)
@@ -49,6 +56,13 @@ struct LinkService: Service, CustomStringConvertible {
         for await input in inputs.cancelOnGracefulShutdown() {
             var actions: [RelayObserver.Action] = []
             switch input {
+            case .beat:
+                if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
+                    logger.warning("TEST FAULT: the mqtt-link loop wedges (GATE_TEST_WEDGE)")
+                    try? await gracefulShutdown()
+                }
+                context.progress.report(Self.name)
+                continue
             case .config(let config):
                 guard config.mqtt != mqtt else { continue }
                 link?.stop()

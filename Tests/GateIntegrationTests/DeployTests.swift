@@ -59,9 +59,16 @@ struct DeployTests {
             "UMask=0007", "ReadWritePaths=/run/gate", "StateDirectory=gate", "ConfigurationDirectory=gate",
             "LoadCredentialEncrypted=mqtt-password", "DevicePolicy=closed", "DeviceAllow=char-gpiochip rw",
             "MemoryDenyWriteExecute=yes", "CapabilityBoundingSet=", "NoNewPrivileges=yes",
+            // No core dump while the MQTT password may be in memory.
+            "LimitCORE=0",
         ] {
             #expect(lines.contains(required), "gate.service lacks \(required)")
         }
+        // A stop must not kill an opening mid-cycle: the longest one with the defaults is
+        // UDP 2 s + MQTT 5 s + the reset delay 3 s + the pipeline's overdue graces (0.5 s),
+        // plus 15 s for a loaded Pi and the link's teardown.
+        let stop = lines.first { $0.hasPrefix("TimeoutStopSec=") }.map { $0.dropFirst("TimeoutStopSec=".count).replacingOccurrences(of: "s", with: "") }
+        #expect(stop.flatMap { Int($0) }.map { Double($0) >= 2 + 5 + 3 + 0.5 + 15 } == true, "TimeoutStopSec \(stop ?? "missing")")
         // systemd would delete a RuntimeDirectory= when the service stops, taking the lock and
         // status that desktop users share; tmpfiles.d makes /run/gate instead.
         #expect(!lines.contains { $0.hasPrefix("RuntimeDirectory") }, "/run/gate comes from tmpfiles.d, not RuntimeDirectory=")
