@@ -47,6 +47,27 @@ extension DaemonTests {
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
+        @Test("A button press after a forged 1 is refused as 'relay active' for the short bound only (MQTTLink.relayActive)")
+        func pressAfterForgedOne() throws {
+            let broker = try MosquittoBroker(.plain)
+            let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
+            // No cooldown, and a 20 s budget: only the busy-relay rule could refuse the press.
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "timeout = 20\n[runtime]\ncooldown = 0\n")
+            let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
+            try daemon.waitForReady()
+            #expect(daemon.waitForLog("gate: info: MQTT link up"), "\(daemon.log)")
+            daemon.waitForSettling()
+
+            try forgeActivation(broker)
+            #expect(daemon.waitForLog("relay activated elsewhere but its release was never reported", timeout: .seconds(30)), "\(daemon.log)")
+            Thread.sleep(forTimeInterval: 1)
+            let pressed = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: pressed), "\(daemon.log)")
+            #expect(daemon.logLines(containing: "relay is active").isEmpty, "\(daemon.log)")
+            #expect(try sim.activations().count == 1, "\(daemon.log)")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
+
         @Test("Repeated forged 1s make one history line, and a real cycle after them is still recorded")
         func repeatedForgeriesRecordedOnce() throws {
             let broker = try MosquittoBroker(.plain)
