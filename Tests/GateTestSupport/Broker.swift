@@ -70,6 +70,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public let defaultCredentials: (username: String, password: String)?
 
     private let outputFile: String
+    private let aclFile: String?
     private let lock = NSLock()
     private var currentPort: UInt16 = 0
     private var child: Child?
@@ -88,8 +89,10 @@ public final class MosquittoBroker: @unchecked Sendable {
         return output.isEmpty ? log : log + "\n--- mosquitto stdout/stderr\n" + output
     }
 
-    public init(_ security: Security = .plain) throws {
+    /// - Parameter aclFile: a mosquitto `acl_file` to apply (deploy/mosquitto/gate.acl in the ACL tests).
+    public init(_ security: Security = .plain, aclFile: String? = nil) throws {
         self.security = security
+        self.aclFile = aclFile
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -251,6 +254,9 @@ public final class MosquittoBroker: @unchecked Sendable {
             lines += ["allow_anonymous false", "password_file \(directory.appendingPathComponent("passwd").path)"]
         } else {
             lines.append("allow_anonymous true")
+        }
+        if let aclFile {
+            lines.append("acl_file \(aclFile)")
         }
         if let tls {
             lines += [
