@@ -45,7 +45,19 @@ final class MQTTTransport: Sendable {
         forwarder.attach(self)
 
         if let username = settings.username {
-            try client.setCredentials(username: username, password: settings.password)
+            if let password = settings.password {
+                let failure = password.withUnsafeBufferPointer { buffer -> MosquittoError? in
+                    do throws(MosquittoError) {
+                        try client.setCredentials(username: username, password: buffer)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failure { throw failure }
+            } else {
+                try client.setCredentials(username: username, password: nil)
+            }
         }
         if let caFile = settings.caFile {
             try client.enableTLS(.init(caFile: caFile))

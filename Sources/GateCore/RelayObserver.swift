@@ -39,6 +39,17 @@ public struct RelayObserver: Sendable, Hashable {
         case ignoredInvalid(InvalidAnswer)
     }
 
+    /// How long a `1` without its `0` counts as a held relay: the daemon's `elsewhere`
+    /// cycle keeps the opening lock, and openers refuse a busy relay (SPEC §2), at most
+    /// this long after the `1`, never the whole MQTT budget.
+    ///
+    /// The ESP32 holds the relay 400 ms and publishes its `0` at once; 1.5 s leaves
+    /// well over a second for the broker and a busy Pi. A `1` still unanswered then is
+    /// a lost `0` or a forged `1` (anyone allowed to publish the status topic can send
+    /// one): bounding it keeps one such message from shutting everyone out for
+    /// `mqtt.timeout` (issue 18 item 4; the broker's ACL is the other half, deploy/mosquitto).
+    public static let activeBound = Duration.milliseconds(1500)
+
     public let releaseBudget: Duration
     /// When the followed cycle's `1` came; nil while nothing is followed.
     public private(set) var activeSince: MonotonicInstant?

@@ -86,15 +86,28 @@ public struct StatusRecord: Sendable, Hashable {
     ///   - now: the current time in the status file's format; ISO 8601 strings of one
     ///     format compare in time order.
     ///   - lockHeld: whether an opener holds the lock right now.
+    /// The largest `runtime.reset_delay` a configuration may set (3600 s).
+    static let longestResetDelayNs: Int64 = 3600 * 1_000_000_000
+
     public func effective(now: String, lockHeld: Bool) -> StatusRecord {
         var shown = self
         switch state {
         case .ready:
             break
         case .timeout, .error:
-            if let resetAt, now >= resetAt {
+            guard let resetAt else { break }
+            // `since` after `now`: the wall clock was stepped back after the write (NTP
+            // on a Pi that booted with a stale clock). How long ago that was is unknown:
+            // the failure is shown as over rather than for as long as the step lasts.
+            let steppedBack = since > now
+            // A failure is never shown longer than the longest reset delay after it began,
+            // whatever `reset_at` says (a hostile or corrupt record in the shared folder).
+            let overlong = WallTime.nanoseconds(fromISO8601: since).flatMap { start in
+                WallTime.nanoseconds(fromISO8601: now).map { $0 &- start >= Self.longestResetDelayNs }
+            } ?? false
+            if steppedBack || overlong || now >= resetAt {
                 shown.state = .ready
-                shown.since = resetAt
+                shown.since = now < resetAt ? now : resetAt
                 shown.resetAt = nil
                 shown.adapter = nil
             }

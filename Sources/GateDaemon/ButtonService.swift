@@ -18,13 +18,16 @@ struct ButtonService: Service, CustomStringConvertible {
     /// What the edges come from, for logs ("gpiochip0 line 17", or the test FIFO).
     let origin: String
 
-    var description: String { "button" }
+    static let name = "button"
+    var description: String { Self.name }
 
     enum Input: Sendable {
         case edge(Edge)
         case timer(at: UInt64)
         case config(GateConfig)
         case ended
+        /// The watchdog's beat (ServiceProgress): this loop is alive.
+        case beat
     }
 
     func run() async {
@@ -37,9 +40,11 @@ struct ButtonService: Service, CustomStringConvertible {
         let reloads = Task {
             for await config in context.buttonUpdates { continuation.yield(.config(config)) }
         }
+        let beats = context.progress.beats { continuation.yield(.beat) }
         defer {
             edges.cancel()
             reloads.cancel()
+            beats?.cancel()
         }
 
         var button = context.config.button ?? ButtonConfig(line: 0)
@@ -52,6 +57,13 @@ struct ButtonService: Service, CustomStringConvertible {
             loop: for await input in inputs {
                 let actions: [ButtonDebouncer.Action]
                 switch input {
+                case .beat:
+                    if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
+                        logger.warning("TEST FAULT: the button loop wedges (GATE_TEST_WEDGE)")
+                        try? await gracefulShutdown()
+                    }
+                    context.progress.report(Self.name)
+                    continue
                 case .edge(let edge):
                     logger.trace("button edge", metadata: ["kind": "\(edge.kind)", "ts_ns": "\(edge.timestampNs)"])
                     switch edge.kind {

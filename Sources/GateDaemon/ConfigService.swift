@@ -25,6 +25,8 @@ struct ConfigService: Service, CustomStringConvertible {
     enum Trigger: Sendable {
         case hangup
         case fileChanged
+        /// A missing configuration folder is looked for again.
+        case rearm
     }
 
     func run() async {
@@ -35,39 +37,113 @@ struct ConfigService: Service, CustomStringConvertible {
         }
         // The link itself and, for a symlinked file (a config kept in a repository, say),
         // its target: an edit of the target makes no event in the link's folder.
-        var watches: [FileChangeWatch] = []
-        var fileEvents: [Task<Void, Never>] = []
-        for place in Self.watchedPlaces(of: context.configPath) {
-            do {
-                let started = try FileChangeWatch(directory: place.folder, names: [place.name])
-                watches.append(started)
-                fileEvents.append(Task {
-                    for await _ in started.changes { continuation.yield(.fileChanged) }
-                })
-            } catch {
-                logger.warning("configuration file changes are not watched; reload with SIGHUP", metadata: [
-                    "file": "\(place.folder)/\(place.name)", "error": "\(error)",
-                ])
+        var watches = Watches()
+        var retry: Task<Void, Never>?
+        /// Watches what the configuration's path names now; when a folder is missing
+        /// (replaced by `mv` and not there yet), looks again a second later.
+        @discardableResult
+        func rearm() -> Bool {
+            guard watches.rearm(for: context.configPath, logger: logger, into: continuation) else { return false }
+            if retry == nil {
+                retry = Task {
+                    try? await Task.sleep(for: Self.rearmRetry)
+                    guard !Task.isCancelled else { return }
+                    continuation.yield(.rearm)
+                }
             }
+            return true
         }
+        rearm()
         defer {
             hangups.cancel()
-            for task in fileEvents { task.cancel() }
-            for watch in watches { watch.stop() }
+            retry?.cancel()
+            watches.stop()
         }
 
         for await trigger in triggers.cancelOnGracefulShutdown() {
             if case .fileChanged = trigger {
                 try? await Task.sleep(for: Self.settle)
             }
+            if case .rearm = trigger { retry = nil }
+            // Before reading: a replaced folder or a re-pointed link is watched anew first,
+            // so that nothing written after this read goes unseen.
+            let missing = rearm()
+            // A folder still missing: nothing to read yet (the retry comes back).
+            if case .rearm = trigger, missing { continue }
             reload(because: trigger)
+        }
+    }
+
+    /// How often a configuration folder that is missing is looked for again.
+    static let rearmRetry = Duration.seconds(1)
+
+    /// The folders watched for the configuration file, each with the folder it was when
+    /// the watch was made (a watch follows its inode, not the path).
+    struct Watches {
+        struct Armed {
+            let place: Place
+            let identity: FolderIdentity
+            let watch: FileChangeWatch
+            let forward: Task<Void, Never>
+        }
+        struct Place: Hashable {
+            let folder: String
+            let name: String
+        }
+        private var armed: [Armed] = []
+        /// Places last warned about, so that a missing folder is logged once.
+        private var warned: Set<Place> = []
+
+        /// Re-makes the watches when the places or their folders changed; true when a
+        /// folder is missing and should be looked for again later.
+        mutating func rearm(for path: String, logger: Logger, into continuation: AsyncStream<Trigger>.Continuation) -> Bool {
+            let places = ConfigService.watchedPlaces(of: path).map { Place(folder: $0.folder, name: $0.name) }
+            let wanted = places.map { ($0, FileChangeWatch.identity(of: $0.folder)) }
+            let current = armed.map { ($0.place, Optional($0.identity)) }
+            if wanted.elementsEqual(current, by: { $0.0 == $1.0 && $0.1 == $1.1 }) { return false }
+            let first = armed.isEmpty
+            stop()
+            var missing = false
+            for (place, identity) in wanted {
+                guard let identity else {
+                    missing = true
+                    if warned.insert(place).inserted {
+                        logger.warning("configuration folder missing; watching for it", metadata: ["folder": "\(place.folder)"])
+                    }
+                    continue
+                }
+                do {
+                    let watch = try FileChangeWatch(directory: place.folder, names: [place.name])
+                    let forward = Task {
+                        for await _ in watch.changes { continuation.yield(.fileChanged) }
+                    }
+                    armed.append(Armed(place: place, identity: identity, watch: watch, forward: forward))
+                    warned.remove(place)
+                } catch {
+                    logger.warning("configuration file changes are not watched; reload with SIGHUP", metadata: [
+                        "file": "\(place.folder)/\(place.name)", "error": "\(error)",
+                    ])
+                }
+            }
+            if !first {
+                logger.info("configuration watch re-armed", metadata: ["folders": "\(armed.map(\.place.folder).joined(separator: ","))"])
+            }
+            return missing
+        }
+
+        mutating func stop() {
+            for entry in armed {
+                entry.forward.cancel()
+                entry.watch.stop()
+            }
+            armed = []
         }
     }
 
     private func reload(because trigger: Trigger) {
         let logger = context.logger
         let old = context.config
-        let why = trigger == .hangup ? "SIGHUP" : "file changed"
+        let why = trigger == .hangup ? "SIGHUP" : "file changed"  // .rearm: the file's folder came back
         switch ConfigLocator(explicitPath: context.configPath).load() {
         case .failure(let error):
             // A file event for a file that reads the same is not worth a word; a broken

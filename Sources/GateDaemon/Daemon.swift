@@ -71,10 +71,12 @@ public enum Daemon {
         case .failure(let error):
             logger.warning("systemd notification disabled: NOTIFY_SOCKET is unusable", metadata: ["error": "\(error)"])
         }
+        let watchdogInterval = SystemdNotifier.watchdogInterval(environment: environment, pid: getpid())
         let context = DaemonContext(
             config: config, configPath: configPath, paths: paths,
             credentials: AdapterFactory.credentials(environment: environment),
-            notifier: notifier, startNs: startNs, buttonOrigin: button?.origin, logger: logger
+            notifier: notifier, startNs: startNs, buttonOrigin: button?.origin, logger: logger,
+            watchdogInterval: watchdogInterval
         )
         logger.info("daemon starting", metadata: [
             "config": "\(configPath)", "runtime": "\(paths.runtimeDirectory)", "pid": "\(getpid())",
@@ -86,14 +88,16 @@ public enum Daemon {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         services.append(ConfigService(context: context, hangups: hangups))
         services.append(LinkService(context: context))
+        context.progress.watch(LinkService.name)
         services.append(HomeAssistantService(context: context))
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
+            context.progress.watch(ButtonService.name)
         }
         // Last: shut down first, so that STOPPING=1 leaves at once (see NotifierService).
         services.append(NotifierService(
             context: context,
-            watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment, pid: getpid())
+            watchdogInterval: watchdogInterval
         ))
 
         var configuration = ServiceGroupConfiguration(

@@ -21,6 +21,8 @@ public final class DaemonContext: Sendable {
     public let startNs: UInt64
     /// Where presses come from ("gpiochip0 line 17"); nil without a button.
     public let buttonOrigin: String?
+    /// The services' loops' liveness, which feeds the watchdog.
+    let progress: ServiceProgress
 
     private let current: Mutex<GateConfig>
     /// Every configuration applied from now on; the newest only if the reader lags.
@@ -35,8 +37,10 @@ public final class DaemonContext: Sendable {
 
     public init(
         config: GateConfig, configPath: String, paths: RuntimePaths, credentials: CredentialLookup,
-        notifier: SystemdNotifier?, startNs: UInt64, buttonOrigin: String?, logger: Logger
+        notifier: SystemdNotifier?, startNs: UInt64, buttonOrigin: String?, logger: Logger,
+        watchdogInterval: Duration? = nil
     ) {
+        self.progress = ServiceProgress(watchdogInterval: watchdogInterval)
         self.current = Mutex(config)
         let button = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
         let link = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))

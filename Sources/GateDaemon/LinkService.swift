@@ -9,17 +9,25 @@ import ServiceLifecycle
 ///
 /// A reload that changes `[mqtt]` replaces the link; one that removes it closes it.
 struct LinkService: Service, CustomStringConvertible {
-    var description: String { "mqtt-link" }
+    static let name = "mqtt-link"
+    var description: String { Self.name }
     let context: DaemonContext
 
     /// A `1` this soon after a local opening ended is that opening's late echo
     /// through the broker, not a new cycle.
     static let echoWindow = Duration.milliseconds(1000)
 
+    /// After an unanswered `1` went into the history, further unanswered `1`s within
+    /// this window are logged but not added: a client publishing forged `1`s every few
+    /// seconds leaves one history line a minute, not one per message.
+    static let unansweredQuiet = Duration.seconds(60)
+
     enum Input: Sendable {
         case status(payload: [UInt8], at: MonotonicInstant)
         case timer(at: MonotonicInstant)
         case config(GateConfig)
+        /// The watchdog's beat (ServiceProgress): this loop is alive.
+        case beat
     }
 
     func run() async {
@@ -28,18 +36,34 @@ struct LinkService: Service, CustomStringConvertible {
         let reloads = Task {
             for await config in context.linkUpdates { continuation.yield(.config(config)) }
         }
-        defer { reloads.cancel() }
+        let beats = context.progress.beats { continuation.yield(.beat) }
+        defer {
+            reloads.cancel()
+            beats?.cancel()
+        }
 
         var mqtt = context.config.mqtt
         var extras = DaemonContext.linkExtras(for: context.config)
         var link = startLink(mqtt, extras: extras, into: continuation)
-        var observer = RelayObserver(releaseBudget: .seconds(fromConfig: mqtt?.timeout ?? MQTTConfig.defaultTimeout))
+        // The lock taken for an `elsewhere` cycle is held until its `0` or the short bound,
+        // never the whole MQTT budget (RelayObserver.activeBound says why).
+        var observer = RelayObserver(releaseBudget: RelayObserver.activeBound)
         var cycle: OpeningRecorder?
+        var cycleBegan: MonotonicInstant?
+        var lastUnansweredRecorded: MonotonicInstant?
+        var unansweredSinceRecorded = 0
         var timer: Task<Void, Never>?
 
         for await input in inputs.cancelOnGracefulShutdown() {
             var actions: [RelayObserver.Action] = []
             switch input {
+            case .beat:
+                if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
+                    logger.warning("TEST FAULT: the mqtt-link loop wedges (GATE_TEST_WEDGE)")
+                    try? await gracefulShutdown()
+                }
+                context.progress.report(Self.name)
+                continue
             case .config(let config):
                 let newExtras = DaemonContext.linkExtras(for: config)
                 guard config.mqtt != mqtt || newExtras != extras else { continue }
@@ -48,9 +72,6 @@ struct LinkService: Service, CustomStringConvertible {
                 extras = newExtras
                 logger.info(mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration")
                 link = startLink(mqtt, extras: extras, into: continuation)
-                if observer.activeSince == nil {
-                    observer = RelayObserver(releaseBudget: .seconds(fromConfig: mqtt?.timeout ?? MQTTConfig.defaultTimeout))
-                }
             case .timer(let at):
                 actions = observer.handle(.timerFired(at: at))
             case .status(let payload, let at):
@@ -74,19 +95,35 @@ struct LinkService: Service, CustomStringConvertible {
             }
             for action in actions {
                 switch action {
-                case .began:
+                case .began(let at):
+                    cycleBegan = at
                     logger.notice("relay activated by someone else (seen on the status topic)", metadata: ["source": "elsewhere"])
                     cycle?.stateChanged(.waitingForRelayClose, adapter: .mqtt)
                 case .ended(let released, let duration):
                     timer?.cancel()
                     let result = Self.result(released: released, duration: duration, budget: observer.releaseBudget)
-                    cycle?.finished(result)
-                    cycle = nil
+                    let now = MonotonicClock.now()
                     if released {
+                        cycle?.finished(result)
                         logger.notice("\(result.message)", metadata: ["source": "elsewhere", "duration_ms": "\(duration.milliseconds)"])
                     } else {
-                        logger.warning("\(result.message)", metadata: ["source": "elsewhere"])
+                        // A lost `0` or a forged `1`: the cooldown counts from the `1` (when the
+                        // relay cycled, if it did), and repeats stay out of the history.
+                        let repeated = cycle != nil && lastUnansweredRecorded.map { now.duration(since: $0) < Self.unansweredQuiet } == true
+                        cycle?.finished(result, history: !repeated, cooldownFrom: cycleBegan)
+                        if repeated {
+                            unansweredSinceRecorded += 1
+                            logger.warning("\(result.message); again within \(Self.unansweredQuiet) (\(unansweredSinceRecorded) since the one in the history): not added to the history", metadata: ["source": "elsewhere"])
+                        } else {
+                            if cycle != nil {
+                                lastUnansweredRecorded = now
+                                unansweredSinceRecorded = 0
+                            }
+                            logger.warning("\(result.message)", metadata: ["source": "elsewhere"])
+                        }
                     }
+                    cycle = nil
+                    cycleBegan = nil
                 case .armTimer(let at):
                     timer?.cancel()
                     timer = Task {

@@ -4,8 +4,10 @@ import Logging
 import ServiceLifecycle
 
 /// Tells systemd how the daemon is (SPEC §3, `Type=notify`): `READY=1` once the
-/// services run, `WATCHDOG=1` every half of `$WATCHDOG_USEC`, and `STOPPING=1`
-/// as soon as shutdown begins.
+/// services run, `WATCHDOG=1` every half of `$WATCHDOG_USEC` while the button's
+/// and the link's own loops have made progress within that half (ServiceProgress:
+/// a wedged loop stops the feeding and systemd restarts the daemon), and
+/// `STOPPING=1` as soon as shutdown begins.
 ///
 /// It is the last service of the group, so graceful shutdown (which goes in
 /// reverse order) reaches it first: `STOPPING=1` leaves before the button's
@@ -19,6 +21,7 @@ struct NotifierService: Service, CustomStringConvertible {
         context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
         context.logger.info("daemon ready", metadata: ["status": "\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
         if let interval = watchdogInterval {
+            var starving = false
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
                 do {
                     try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
@@ -26,7 +29,19 @@ struct NotifierService: Service, CustomStringConvertible {
                     break
                 }
                 guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
-                context.notify(["WATCHDOG=1"])
+                let stale = context.progress.stale(limit: interval)
+                if stale.isEmpty {
+                    if starving {
+                        context.logger.notice("watchdog fed again: every service loop made progress")
+                        starving = false
+                    }
+                    context.notify(["WATCHDOG=1"])
+                } else if !starving {
+                    starving = true
+                    context.logger.error("watchdog not fed: a service loop made no progress; systemd will restart the daemon", metadata: [
+                        "services": "\(stale.map { "\($0.service) (\($0.silent.milliseconds) ms)" }.joined(separator: ", "))",
+                    ])
+                }
             }
         } else {
             try? await gracefulShutdown()

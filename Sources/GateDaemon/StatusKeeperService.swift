@@ -42,6 +42,16 @@ struct StatusKeeperService: Service, CustomStringConvertible {
             watch?.stop()
         }
 
+        // Temporary files of writers killed mid-write (SharedFile.replace), at start and
+        // every `sweepInterval`, in both shared folders.
+        let sweeper = Task {
+            while !Task.isCancelled {
+                sweepTemporaries()
+                try? await Task.sleep(for: Self.sweepInterval)
+            }
+        }
+        defer { sweeper.cancel() }
+
         var timer: Task<Void, Never>?
         continuation.yield(())
         for await _ in nudges.cancelOnGracefulShutdown() {
@@ -55,6 +65,25 @@ struct StatusKeeperService: Service, CustomStringConvertible {
             }
         }
         timer?.cancel()
+    }
+
+    static let sweepInterval = Duration.seconds(600)
+    /// A writer renames its temporary file within milliseconds; one a minute old is a dead writer's.
+    static let staleTemporaryAge = Duration.seconds(60)
+
+    private func sweepTemporaries() {
+        for directory in [context.paths.runtimeDirectory, context.paths.stateDirectory] {
+            switch SharedFile.removeStaleTemporaries(in: directory, olderThan: Self.staleTemporaryAge) {
+            case .success(let names) where !names.isEmpty:
+                context.logger.notice("removed temporary files left by killed writers", metadata: [
+                    "folder": "\(directory)", "files": "\(names.map(SafeText.escaped).joined(separator: ","))",
+                ])
+            case .success:
+                break
+            case .failure(let error):
+                context.logger.debug("temporary files not swept", metadata: ["folder": "\(directory)", "error": "\(error)"])
+            }
+        }
     }
 
     /// Brings the file in line with its effective record; returns when to look again.
@@ -89,7 +118,8 @@ struct StatusKeeperService: Service, CustomStringConvertible {
         }
         switch record.state {
         case .timeout, .error:
-            return record.resetAt.flatMap { WallClock.duration(until: $0) }.map { $0 + .milliseconds(5) }
+            // At most a minute: the wall clock may be stepped while the keeper sleeps.
+            return record.resetAt.flatMap { WallClock.duration(until: $0) }.map { min($0 + .milliseconds(5), .seconds(60)) }
         case .triggering, .waitingForRelayClose:
             return Self.busyRecheck
         case .ready:

@@ -10,6 +10,9 @@ import Threading
 ///
 /// A change is only a nudge ("look again"): the stream keeps at most one pending,
 /// so a burst of writes is one wake-up, and readers re-read the file themselves.
+/// The folder itself moved or deleted (`IN_MOVE_SELF`, `IN_DELETE_SELF`, then
+/// `IN_IGNORED`: the watch is gone) is a nudge too: the owner should check whether
+/// the path now names another folder and watch that one (`identity`).
 public final class FileChangeWatch: Sendable {
     public let changes: AsyncStream<Void>
     private let wake: WakeSignal
@@ -19,7 +22,7 @@ public final class FileChangeWatch: Sendable {
         // IN_CLOEXEC | IN_NONBLOCK (anonymous enum constants in <sys/inotify.h>).
         let inotify = inotify_init1(Int32(O_CLOEXEC | O_NONBLOCK))
         guard inotify >= 0 else { throw SystemError("inotify_init1") }
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR)
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF)
         guard inotify_add_watch(inotify, directory, mask) >= 0 else {
             let error = SystemError("inotify_add_watch \(directory)")
             close(inotify)
@@ -46,6 +49,15 @@ public final class FileChangeWatch: Sendable {
             continuation.finish()
             throw SystemError("pthread_create", code: failure)
         }
+    }
+
+    /// Which folder a path names now (device and inode, following links), nil when
+    /// there is none: a watch follows its inode, so a different answer than when the
+    /// watch was made means the path was replaced.
+    public static func identity(of directory: String) -> FolderIdentity? {
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return FolderIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
     /// Ends the watching thread and the stream; safe from any thread, repeatedly.
@@ -84,7 +96,7 @@ public final class FileChangeWatch: Sendable {
                 let event = raw.loadUnaligned(as: inotify_event.self)
                 return (event.mask, Int(event.len))
             }
-            if mask & UInt32(IN_Q_OVERFLOW) != 0 { return true }
+            if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { return true }
             let nameBytes = bytes[(offset + header)..<min(offset + header + length, bytes.endIndex)]
             let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
             if names.contains(name) { return true }
@@ -92,4 +104,9 @@ public final class FileChangeWatch: Sendable {
         }
         return false
     }
+}
+
+public struct FolderIdentity: Sendable, Hashable {
+    public let device: UInt64
+    public let inode: UInt64
 }

@@ -2,31 +2,38 @@
 import Glibc
 #endif
 
-/// Secret bytes (the MQTT password) that never print and are wiped when freed.
+/// Secret bytes (the MQTT password) that never print.
 ///
-/// A class so that there is one copy to wipe; `description` is redacted so that
-/// string interpolation into a log line or an error cannot leak it.
+/// What is wiped, exactly: the bytes live in one buffer allocated here (not a Swift
+/// array, whose copy-on-write could leave the original behind while a copy is
+/// zeroed), handed out only as a borrowed pointer (`withBytes`), and zeroed with
+/// `explicit_bzero` before it is freed. Copies made elsewhere are not covered: the
+/// `[UInt8]` given to `init` is the caller's to wipe, and libmosquitto keeps its
+/// own copy of the password for reconnects and frees it without wiping (hence
+/// `LimitCORE=0` in gate.service). `description` is redacted so that string
+/// interpolation into a log line or an error cannot leak it.
 public final class Secret: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    // Only read through `withBytes`, and wiped in deinit: no copies escape.
-    private nonisolated(unsafe) var storage: [UInt8]
+    // Written once in init; read only through `withBytes`; wiped and freed in deinit.
+    private nonisolated(unsafe) let storage: UnsafeMutableBufferPointer<UInt8>
 
     public init(bytes: [UInt8]) {
-        storage = bytes
+        storage = .allocate(capacity: bytes.count)
+        _ = storage.initialize(from: bytes)
     }
 
     public var isEmpty: Bool { storage.isEmpty }
 
-    public func withBytes<R>(_ body: ([UInt8]) throws -> R) rethrows -> R {
-        try body(storage)
+    /// The bytes, borrowed for the call: do not keep them, and wipe any copy you make.
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try body(UnsafeBufferPointer(storage))
     }
 
     public var description: String { "<redacted>" }
     public var debugDescription: String { "<redacted>" }
 
     deinit {
-        storage.withUnsafeMutableBytes { buffer in
-            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
-        }
+        if let base = storage.baseAddress { explicit_bzero(base, storage.count) }
+        storage.deallocate()
     }
 }
 

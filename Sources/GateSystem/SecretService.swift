@@ -71,9 +71,7 @@ public final class SecretServiceStore {
                 explicit_bzero(buffer.baseAddress!, buffer.count)
                 buffer.deallocate()
             }
-            bytes.withUnsafeBufferPointer { source in
-                source.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
-            }
+            bytes.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
             buffer[bytes.count] = 0
             return api.secret_password_storev_sync(schema.pointer, attributes.pointer, nil, label, buffer.baseAddress, nil, &error)
         }

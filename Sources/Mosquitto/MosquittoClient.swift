@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CMosquitto
 import Synchronization
 
@@ -55,14 +58,19 @@ public final class MosquittoClient: @unchecked Sendable {
 
     /// Username and password for the CONNECT packet. libmosquitto keeps its own
     /// copy; the caller should wipe its bytes afterwards.
-    public func setCredentials(username: String, password: [UInt8]?) throws(MosquittoError) {
+    /// - Parameter password: borrowed; copied into a NUL-terminated buffer that is wiped
+    ///   (`explicit_bzero`) once libmosquitto has made its own copy.
+    public func setCredentials(username: String, password: UnsafeBufferPointer<UInt8>?) throws(MosquittoError) {
         let code: Int32
-        if var password {
-            password.append(0)
-            code = password.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { api.username_pw_set(handle, username, $0.baseAddress) }
+        if let password {
+            let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: password.count + 1)
+            defer {
+                explicit_bzero(buffer.baseAddress!, buffer.count)
+                buffer.deallocate()
             }
-            for index in password.indices { password[index] = 0 }
+            password.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
+            buffer[password.count] = 0
+            code = api.username_pw_set(handle, username, buffer.baseAddress)
         } else {
             code = api.username_pw_set(handle, username, nil)
         }

@@ -218,9 +218,12 @@ extension DaemonTests {
         func aclKeepsOthersOut() throws {
             let acl = try String(contentsOf: repositoryRoot().appendingPathComponent("deploy/homeassistant/mosquitto.acl"), encoding: .utf8)
             // The fixture's recorders prove their subscription with marker messages: let everyone have those.
+            let aclFile = FileManager.default.temporaryDirectory.appendingPathComponent("gate-ha-acl-\(UUID().uuidString)")
+            try (acl + "\npattern readwrite \(MQTTRecorder.markerPrefix)#\n").write(to: aclFile, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: aclFile) }
             let broker = try MosquittoBroker(
                 .password(users: ["gate": "gatepw", "homeassistant": "hapw", "esp32": "esppw", "phone": "phonepw"]),
-                acl: acl + "\npattern readwrite \(MQTTRecorder.markerPrefix)#\n"
+                aclFile: aclFile.path
             )
             let sim = try Simulator(
                 ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--mqtt-username", "esp32"],

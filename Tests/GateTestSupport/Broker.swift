@@ -70,6 +70,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public let defaultCredentials: (username: String, password: String)?
 
     private let outputFile: String
+    private let aclFile: String?
     private let lock = NSLock()
     private var currentPort: UInt16 = 0
     private var child: Child?
@@ -88,12 +89,10 @@ public final class MosquittoBroker: @unchecked Sendable {
         return output.isEmpty ? log : log + "\n--- mosquitto stdout/stderr\n" + output
     }
 
-    /// mosquitto's `acl_file` text, when given (users come from `security`).
-    public let acl: String?
-
-    public init(_ security: Security = .plain, acl: String? = nil) throws {
+    /// - Parameter aclFile: a mosquitto `acl_file` to apply (deploy/mosquitto/gate.acl in the ACL tests).
+    public init(_ security: Security = .plain, aclFile: String? = nil) throws {
         self.security = security
-        self.acl = acl
+        self.aclFile = aclFile
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -101,7 +100,6 @@ public final class MosquittoBroker: @unchecked Sendable {
         logFile = directory.appendingPathComponent("mosquitto.log").path
         outputFile = directory.appendingPathComponent("mosquitto.out").path
         do {
-            if let acl { try acl.write(to: directory.appendingPathComponent("acl"), atomically: true, encoding: .utf8) }
             tls = security.usesTLS ? try Self.makeTLSFiles(in: directory.appendingPathComponent("tls")) : nil
             if let users = security.users {
                 guard let first = users.keys.sorted().first else { throw Failure("a password broker needs at least one user") }
@@ -257,8 +255,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         } else {
             lines.append("allow_anonymous true")
         }
-        if acl != nil {
-            lines.append("acl_file \(directory.appendingPathComponent("acl").path)")
+        if let aclFile {
+            lines.append("acl_file \(aclFile)")
         }
         if let tls {
             lines += [

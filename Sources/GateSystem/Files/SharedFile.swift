@@ -218,6 +218,51 @@ public enum SharedFile {
         return failure
     }
 
+    /// The prefix of `replace`'s temporary files.
+    public static let temporaryPrefix = ".tmp-"
+
+    /// Removes the temporary files that writers killed between `mkstemp` and `rename`
+    /// left in `directory`: names starting with `.tmp-`, regular files (never a link:
+    /// `fstatat` with `AT_SYMLINK_NOFOLLOW`, and `unlinkat` removes the name only),
+    /// owned by this process's user, last modified more than `olderThan` ago (a live
+    /// writer renames its file within milliseconds). Returns the names removed.
+    public static func removeStaleTemporaries(in directory: String, olderThan age: Duration) -> Result<[String], SharedFileError> {
+        let fd: Int32
+        switch openDirectory(directory) {
+        case .success(let opened): fd = opened
+        case .failure(let error): return .failure(error)
+        }
+        // fdopendir takes the descriptor it is given; entries are then checked against `fd`.
+        let listing = dup(fd)
+        guard listing >= 0, let stream = fdopendir(listing) else {
+            let error = SharedFileError(path: directory, problem: .system(SystemError("fdopendir")))
+            if listing >= 0 { close(listing) }
+            close(fd)
+            return .failure(error)
+        }
+        defer {
+            closedir(stream)
+            close(fd)
+        }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let cutoff = Int64(now.tv_sec) - age.components.seconds
+        let me = geteuid()
+        var removed: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix(temporaryPrefix) else { continue }
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                  info.st_mode & S_IFMT == S_IFREG, info.st_uid == me,
+                  Int64(info.st_mtim.tv_sec) < cutoff else { continue }
+            if unlinkat(fd, name, 0) == 0 { removed.append(name) }
+        }
+        return .success(removed)
+    }
+
     /// Writes every byte (retrying short writes and EINTR).
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) -> SharedFileError? {
         var offset = 0

@@ -314,11 +314,12 @@ public final class MQTTLink: StatusFeed {
         }
     }
 
-    /// Whether the relay is held by a cycle this link saw begin, within the release
-    /// budget (after it, a lost `0` must not keep the gate refused for ever).
+    /// Whether the relay is held by a cycle this link saw begin, for at most
+    /// `RelayObserver.activeBound` (a lost `0` or a forged `1` must not keep the gate
+    /// refused for the whole MQTT budget).
     public var relayActive: Bool {
         guard let since = state.withLock({ $0.activeSince }) else { return false }
-        return MonotonicClock.now() < since + .seconds(fromConfig: config.timeout)
+        return MonotonicClock.now() < since + RelayObserver.activeBound
     }
 
     public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {

@@ -115,8 +115,13 @@ public final class OpeningRecorder: Sendable {
     }
 
     /// Final status, history line and, when a trigger may have left, the cooldown's start.
-    /// - Parameter resetAfter: how long `timeout`/`error` is shown (the machine's reset delay).
-    public func finished(_ result: OpeningResult, resetAfter: Duration? = nil) {
+    /// - Parameters:
+    ///   - resetAfter: how long `timeout`/`error` is shown (the machine's reset delay).
+    ///   - history: false to leave the history alone (the daemon's repeated unanswered
+    ///     `1`s on the status topic: one line, not one per message).
+    ///   - cooldownFrom: when the cooldown starts, if not now (an unanswered `1`: the
+    ///     relay cycled, if at all, when it was published).
+    public func finished(_ result: OpeningResult, resetAfter: Duration? = nil, history: Bool = true, cooldownFrom: MonotonicInstant? = nil) {
         let nowNs = WallClock.nowNanoseconds()
         let now = WallClock.iso8601(nanoseconds: nowNs)
         let last = StatusRecord.Last(result: result, finishedAt: now, source: source)
@@ -136,14 +141,14 @@ public final class OpeningRecorder: Sendable {
             at: now, source: source, uid: getuid(), adapter: result.adapter?.rawValue,
             outcome: result.outcome.rawValue, error: result.error?.rawValue, durationMs: result.duration.milliseconds
         )
-        if let failure = HistoryLog.append(entry, to: paths.historyFile) {
+        if history, let failure = HistoryLog.append(entry, to: paths.historyFile) {
             logger.warning("cannot write the history", metadata: ["error": "\(failure)"])
         }
         // Any trigger that left may have reached the ESP32: the cooldown protects a toggle gate.
         // (`adapter` names the adapter that saw the relay answer, or whose trigger went
         // unanswered; the daemon's `elsewhere` cycles sent nothing but cycled the relay.)
         if result.adapter != nil || result.attempts.contains(where: \.triggerSent) {
-            lock.recordEnd(at: MonotonicClock.now())
+            lock.recordEnd(at: cooldownFrom ?? MonotonicClock.now())
         }
     }
 
