@@ -198,8 +198,3 @@ public struct LastOpeningState: Sendable, Equatable {
         ])
     }
 }
-
-/// gate's version, for `--version` and the device HA shows.
-public enum GateRelease {
-    public static let version = "0.1.0"
-}
