@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "gate",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "gate", targets: ["gate"]),
         .executable(name: "esp32-sim", targets: ["esp32-sim"]),
