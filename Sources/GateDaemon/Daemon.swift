@@ -5,6 +5,7 @@ import GateCore
 import GateSystem
 import GPIO
 import Logging
+import Plumbing
 import ServiceLifecycle
 import UnixSignals
 

@@ -1,6 +1,7 @@
 import GateCore
 import GateSystem
 import Logging
+import Plumbing
 import ServiceLifecycle
 
 /// Keeps the warm MQTT link (SPEC §3 `gate daemon`) for the running configuration,

@@ -19,7 +19,7 @@ struct SharedTextLoggingTests {
         (#"back\slash"#, #""back\\slash""#),
     ])
     func quoting(value: String, quoted: String) {
-        #expect(StderrLogHandler.quoted(value) == quoted)
+        #expect(GateLogLine.quoted(value) == quoted)
     }
 
     @Test("Wall-clock times beyond Int64 nanoseconds are invalid, never a trap")

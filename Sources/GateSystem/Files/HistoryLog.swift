@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 
 /// One line per opening in `history.jsonl` (SPEC §6), bounded in size: past
 /// `maximumBytes` the newest entries that fit in half of it are kept. Written by the

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 
 /// Where the lock, the status file and the history live (SPEC §6).
 public struct RuntimePaths: Sendable, Hashable {

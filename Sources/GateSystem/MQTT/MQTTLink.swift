@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import GateCore
-import Threading
+import Plumbing
 import Logging
 import Mosquitto
 import Synchronization
@@ -172,8 +172,7 @@ public final class MQTTLink: StatusFeed {
     }
 
     private func waitForWake(milliseconds: Int32) {
-        var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-        while poll(&fds, 1, milliseconds) < 0, errno == EINTR {}
+        _ = wake.wait(until: milliseconds < 0 ? nil : MonotonicNanoseconds.now() + UInt64(milliseconds) * 1_000_000)
     }
 
     /// Runs on libmosquitto's thread.
@@ -306,11 +305,7 @@ public final class MQTTLink: StatusFeed {
                 logger.warning("MQTT link: the broker did not acknowledge \(message.topic) before the link closed")
                 return
             }
-            var fds = [pollfd(fd: acknowledgement.fd, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 1, Int32(clamping: (deadline.nanoseconds - now.nanoseconds) / 1_000_000 + 1)) > 0 {
-                var drained = [UInt8](repeating: 0, count: 64)
-                _ = read(acknowledgement.fd, &drained, drained.count)
-            }
+            if acknowledgement.wait(until: deadline.nanoseconds) { acknowledgement.clear() }
         }
     }
 

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import GateCore
-import Threading
+import Plumbing
 import Logging
 import Mosquitto
 import Synchronization
@@ -142,11 +142,10 @@ final class MQTTExchange: Sendable {
     /// the end of the exchange, or a lost connection (then returns its words). At the
     /// deadline or the wake-up, what already arrived is read first: it is evidence.
     private func runLoop(_ session: MosquittoClient, wake: WakeSignal) -> String? {
-        var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
             if case .over = phase.withLock({ $0 }) { return nil }
             let now = ticket.now()
-            if now >= ticket.deadline || poll(&fds, 1, 0) > 0 {
+            if now >= ticket.deadline || wake.isSignalled {
                 let code = session.loopOnce(timeoutMs: 0)
                 return code == MosquittoError.success ? nil : MosquittoError.words(for: code)
             }

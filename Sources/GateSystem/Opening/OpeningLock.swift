@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 import Synchronization
 
 /// The one lock every opener takes (SPEC §6), held for the whole opening: `flock(2)`
@@ -161,8 +162,7 @@ public final class OpeningLock: Sendable {
 
     /// A shared flock taken and dropped at once: it never blocks an opener for long.
     private static func sharedLockIsFree(_ fd: Int32) -> Bool {
-        while flock(fd, LOCK_SH | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
+        if retryingOnInterrupt({ flock(fd, LOCK_SH | LOCK_NB) }) != 0 {
             return errno != EWOULDBLOCK
         }
         flock(fd, LOCK_UN)

@@ -1,5 +1,6 @@
 import GateCore
 import Logging
+import Plumbing
 
 /// Who asks for an opening, and how.
 public struct OpeningRequest: Sendable, Hashable {
