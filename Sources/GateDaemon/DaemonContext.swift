@@ -79,7 +79,7 @@ public final class DaemonContext: Sendable {
     var pipeline: OpeningPipeline {
         let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
         return OpeningPipeline(
-            paths: paths, adapters: AdapterFactory(credentials: credentials, link: link),
+            paths: paths, adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),
             statusFeed: LinkStatusFeed(link: link), logger: logger
         )
     }

@@ -42,6 +42,10 @@ public final class MQTTLink: StatusFeed {
         /// When the last status was a `1` without its `0` yet.
         var activeSince: MonotonicInstant?
         var stopped = false
+        /// `client`'s connect has returned: its socket is connected, so a DISCONNECT
+        /// written to it cannot block (one written while the connect is still under way
+        /// waits as long as the connect: minutes, to a blackholed broker).
+        var connectReturned = false
         var lastError: String?
         /// SUBSCRIBE message ids of `extras.subscriptions` on the current connection.
         var extraSubscribeIDs: [Int32: String] = [:]
@@ -93,7 +97,9 @@ public final class MQTTLink: StatusFeed {
             state.stopped = true
             state.ready = false
             defer { state.client = nil; state.attempt = nil }
-            return (state.client, state.attempt)
+            // A client still inside its connect is left to the connecting thread, which
+            // sees `stopped` when the connect returns and closes it there.
+            return (state.connectReturned ? state.client : nil, state.attempt)
         }
         wake.signal()
         attempt?.report(.lost("the MQTT link to \(broker) was closed (configuration reloaded or daemon stopping)"))
@@ -153,12 +159,21 @@ public final class MQTTLink: StatusFeed {
             let installed = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
                 state.client = client
+                state.connectReturned = false
                 return true
             }
             guard installed else { return .success(()) }
             logger.debug("MQTT link connecting", metadata: ["broker": "\(broker)", "client_id": "\(client.clientID)"])
             do {
                 try client.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
+                let stopped = state.withLock { state -> Bool in
+                    state.connectReturned = true
+                    return state.stopped
+                }
+                if stopped {
+                    client.disconnect()
+                    return .success(())
+                }
                 try client.startLoop()
             } catch {
                 state.withLock { if $0.client === client { $0.client = nil } }

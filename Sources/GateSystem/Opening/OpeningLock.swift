@@ -35,8 +35,21 @@ public final class OpeningLock: Sendable {
     }
 
     deinit {
-        close(fd)
-        close(folder)
+        release()
+    }
+
+    /// Lets the next opener in, once: the opening is over. Called when the opening has
+    /// finished rather than left to `deinit`, because an adapter's thread stuck in a
+    /// blocking call (a connect to a blackholed broker) still holds the opening's
+    /// permit, and with it this lock, for as long as the kernel lets it block.
+    /// Nothing is written after it.
+    public func release() {
+        holder.withLock { state in
+            guard state.open else { return }
+            state.open = false
+            close(fd)
+            close(folder)
+        }
     }
 
     /// Takes the lock without waiting for a real opening. A reader's momentary
@@ -120,7 +133,7 @@ public final class OpeningLock: Sendable {
 
     /// What this holder last wrote; the file is written under the same lock, from
     /// whichever thread records (the trigger is recorded by the thread that sends it).
-    private let holder = Mutex(LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil))
+    private let holder = Mutex((record: LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil), open: true))
 
     /// Records that a trigger is about to be sent (the cooldown's start if this
     /// opener never records an end).
@@ -138,9 +151,10 @@ public final class OpeningLock: Sendable {
     }
 
     private func update(_ change: (inout LockRecord) -> Void) {
-        holder.withLock { record in
-            change(&record)
-            write(record)
+        holder.withLock { state in
+            guard state.open else { return }
+            change(&state.record)
+            write(state.record)
         }
     }
 
