@@ -85,7 +85,7 @@ public final class DaemonContext: Sendable {
     }
 
     /// What the link for `config` carries for Home Assistant: its last will and the
-    /// command and HA status topics (SPEC §9); nothing without `[homeassistant]`.
+    /// command and HA status topics (docs/CONTRACT.md#home-assistant); nothing without `[homeassistant]`.
     static func linkExtras(for config: GateConfig) -> LinkExtras {
         guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras() }
         let discovery = HomeAssistantDiscovery(config: homeAssistant, mqtt: mqtt, version: GateRelease.version)

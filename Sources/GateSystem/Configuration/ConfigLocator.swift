@@ -6,7 +6,7 @@ import Musl
 import GateCore
 import Plumbing
 
-/// Finds the configuration file in the order of SPEC §4 and loads it.
+/// Finds the configuration file in the order of docs/CONTRACT.md#configuration and loads it.
 public struct ConfigLocator: Sendable {
     /// Where the file came from, for messages.
     public enum Origin: String, Sendable {

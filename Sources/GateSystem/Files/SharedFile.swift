@@ -46,7 +46,7 @@ public struct SharedFileError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 /// The one way into the files of the shared folders, `/run/gate` and `/var/lib/gate`
-/// (SPEC §6). Every member of group `gate` can create, delete and rename entries
+/// (docs/CONTRACT.md#shared-folders). Every member of group `gate` can create, delete and rename entries
 /// there, so nothing in them is trusted:
 ///
 /// - no symbolic link is followed (`O_NOFOLLOW`), and only regular files are used

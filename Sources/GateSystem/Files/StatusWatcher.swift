@@ -5,7 +5,7 @@ import GateCore
 import Plumbing
 
 /// `gate status --watch`: the state at once, then one line per change, for as long
-/// as someone reads it (SPEC §3).
+/// as someone reads it (docs/CONTRACT.md#gate-status).
 ///
 /// Changes come from inotify on the runtime folder, not on `status.json`: the file
 /// is replaced by rename, and a watch on the file would follow the old inode away.
@@ -76,7 +76,7 @@ public final class StatusWatcher {
 
     // MARK: state
 
-    /// The effective record (SPEC §6); ready when there is no status file; an error when
+    /// The effective record (docs/CONTRACT.md#the-status-file); ready when there is no status file; an error when
     /// the file cannot be used (a FIFO, a link…).
     private func current() -> Result<StatusRecord, SharedFileError> {
         let now = WallClock.iso8601()

@@ -7,7 +7,7 @@ import Logging
 import Mosquitto
 import Synchronization
 
-/// The daemon's warm connection to the broker (SPEC §3 `gate daemon`): connected
+/// The daemon's warm connection to the broker (docs/CONTRACT.md#gate-daemon): connected
 /// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
 /// topic, so that a button opening publishes its trigger without connecting first.
 ///
@@ -22,7 +22,7 @@ public final class MQTTLink: StatusFeed {
     let credentials: CredentialLookup
     let logger: Logger
     let onUnclaimed: @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
-    /// A last will, more topics, and who hears of them (Home Assistant, SPEC §9).
+    /// A last will, more topics, and who hears of them (Home Assistant, docs/CONTRACT.md#home-assistant).
     public let extras: LinkExtras
     let onEvent: @Sendable (MQTTLink, LinkEvent) -> Void
     let state = Mutex(LinkState())
@@ -389,7 +389,7 @@ public struct LinkExtras: Sendable, Equatable {
     public var subscriptions: [String]
     /// The link then speaks MQTT 5 and subscribes to `subscriptions` with "retain as
     /// published": a retained message keeps its flag even when it arrives live (a
-    /// retained command must never be taken for a press, SPEC §9).
+    /// retained command must never be taken for a press, docs/CONTRACT.md#home-assistant).
     public var retainAsPublished: Bool
 
     public init(will: OutgoingMessage? = nil, subscriptions: [String] = [], retainAsPublished: Bool = false) {

@@ -26,7 +26,7 @@ public struct AdapterFactory: Sendable {
         self.longLived = false
     }
 
-    /// The password lookup chain of SPEC §5, in order.
+    /// The password lookup chain, in order (docs/CONTRACT.md#secrets).
     public static func credentials(environment: [String: String] = ProcessEnvironment.current()) -> CredentialLookup {
         CredentialLookup(sources: [
             SystemdCredentials(environment: environment),

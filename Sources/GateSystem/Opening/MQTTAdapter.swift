@@ -7,7 +7,7 @@ import Logging
 import Mosquitto
 import Synchronization
 
-/// Carries the trigger through an MQTT broker (SPEC §1): connect, subscribe to
+/// Carries the trigger through an MQTT broker (docs/CONTRACT.md#protocol-over-mqtt): connect, subscribe to
 /// the status topic, and only after the broker's SUBACK publish the trigger, so
 /// that the ESP32's `1` cannot arrive before anyone listens for it.
 ///

@@ -5,7 +5,7 @@ import GateCore
 import Plumbing
 import Synchronization
 
-/// The one lock every opener takes (SPEC §6), held for the whole opening: `flock(2)`
+/// The one lock every opener takes (docs/CONTRACT.md#the-lock), held for the whole opening: `flock(2)`
 /// on the runtime folder itself, which members of the group cannot delete or replace,
 /// and on `lock` in it, which they can (and which gate before this version locked
 /// alone). It dies with its process, so a killed opener leaves no stale lock.

@@ -5,7 +5,7 @@ import GateCore
 import Logging
 
 /// Everything an opening leaves for others to see, from the lock taken at the
-/// start to the history line at the end (SPEC §2 cooldown, §6).
+/// start to the history line at the end (docs/CONTRACT.md#cooldown, docs/CONTRACT.md#runtime-files).
 ///
 /// Holding one of these means holding the opening lock, until `finished` (or until
 /// the recorder is freed, or the process dies).

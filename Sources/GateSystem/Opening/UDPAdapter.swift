@@ -7,7 +7,7 @@ import GateCore
 import Plumbing
 import Logging
 
-/// Sends the trigger byte over UDP and decodes the ESP32's answer (SPEC §1).
+/// Sends the trigger byte over UDP and decodes the ESP32's answer (docs/CONTRACT.md#protocol-over-udp).
 ///
 /// The attempt resolves the host within its own budget: a name that resolves
 /// only after the deadline sends nothing (the permit refuses), so a slow
@@ -175,7 +175,7 @@ private struct UDPExchange {
             }
         }
         // The connected socket already filters by source; checked again so that the
-        // rule of SPEC §1 holds even if the socket setup changes.
+        // rule of docs/CONTRACT.md#protocol-over-udp holds even if the socket setup changes.
         if let sender = SocketAddress(storage: source), sender != target {
             logger.debug("datagram from another address ignored", metadata: ["adapter": "udp", "from": "\(sender)"])
             return true

@@ -9,7 +9,7 @@ import Plumbing
 import Synchronization
 
 /// swift-log set up the way an appliance needs it: plain lines on stderr for a
-/// shell, syslog priority prefixes when journald reads stderr (SPEC §7).
+/// shell, syslog priority prefixes when journald reads stderr (docs/CONTRACT.md#logging).
 public enum LoggingSetup {
     private static let done = Mutex(false)
 
