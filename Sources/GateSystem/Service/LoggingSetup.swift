@@ -28,7 +28,7 @@ public enum LoggingSetup {
 }
 
 /// How gate's log lines read: `gate: info: message key=value` in a shell, a syslog
-/// priority prefix instead when journald reads stderr (SPEC §7).
+/// priority prefix instead when journald reads stderr (docs/CONTRACT.md#logging).
 public enum GateLogLine {
     public static func format(program: String, journald: Bool) -> StderrLogHandler.Format {
         { level, message, metadata in
