@@ -9,7 +9,8 @@ private let base = GateConfig(
         clientIDPrefix: "gate-", triggerTopic: "iot/trigger", statusTopic: "iot/status", timeout: 5.0
     ),
     button: ButtonConfig(chip: "gpiochip0", line: 17, activeLow: true, debounceMilliseconds: 50),
-    runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0)
+    runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0),
+    notify: NotifyConfig(everyOpening: false, timeoutMilliseconds: 10_000)
 )
 
 /// Each key of SPEC §4, in the file's order, with an edit of `base` that changes only it.
@@ -32,6 +33,8 @@ private let singleKeyEdits: [(key: String, edit: @Sendable (inout GateConfig) ->
     ("button.debounce_ms", { $0.button?.debounceMilliseconds = 20 }),
     ("runtime.reset_delay", { $0.runtime.resetDelay = 1.0 }),
     ("runtime.cooldown", { $0.runtime.cooldown = 0.5 }),
+    ("notify.every_opening", { $0.notify?.everyOpening = true }),
+    ("notify.timeout_ms", { $0.notify?.timeoutMilliseconds = 0 }),
 ]
 
 @Suite("Configuration: changes on reload")
