@@ -82,11 +82,11 @@ struct ConfigChangesTests {
     @Test func tablesAddedOrRemovedAreOneChangeEach() {
         let udpOnly = GateConfig(udp: base.udp, runtime: base.runtime)
         let grown = base.changes(from: udpOnly)
-        #expect(grown == [ConfigChange(key: "mqtt", kind: .added), ConfigChange(key: "button", kind: .added)])
-        #expect(grown.map(\.description) == ["mqtt (added)", "button (added)"])
+        #expect(grown == [ConfigChange(key: "mqtt", kind: .added), ConfigChange(key: "button", kind: .added), ConfigChange(key: "notify", kind: .added)])
+        #expect(grown.map(\.description) == ["mqtt (added)", "button (added)", "notify (added)"])
         let shrunk = udpOnly.changes(from: base)
-        #expect(shrunk == [ConfigChange(key: "mqtt", kind: .removed), ConfigChange(key: "button", kind: .removed)])
-        #expect(shrunk.map(\.description) == ["mqtt (removed)", "button (removed)"])
+        #expect(shrunk == [ConfigChange(key: "mqtt", kind: .removed), ConfigChange(key: "button", kind: .removed), ConfigChange(key: "notify", kind: .removed)])
+        #expect(shrunk.map(\.description) == ["mqtt (removed)", "button (removed)", "notify (removed)"])
     }
 
     @Test func tableAndKeyChangesMixInTheFileOrder() {
