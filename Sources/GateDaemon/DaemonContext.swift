@@ -7,8 +7,8 @@ import Synchronization
 /// on a good reload), the warm MQTT link, and where the runtime files live.
 ///
 /// Services learn of a new configuration through a stream of their own
-/// (`buttonUpdates`, `linkUpdates`, `homeAssistantUpdates`, `notifyUpdates`), so none can miss a reload while another is
-/// slow. The streams are made here, before any service runs, and never change:
+/// (`buttonUpdates`, `linkUpdates`, `homeAssistantUpdates`, `notifyUpdates`), so
+/// none can miss a reload while another is slow. The streams are made here, before any service runs, and never change:
 /// nothing about them is shared but the continuations' own locking.
 public final class DaemonContext: Sendable {
     public let logger: Logger

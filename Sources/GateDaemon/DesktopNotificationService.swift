@@ -80,7 +80,7 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
                             if lastFailure != nil { logger.notice("desktop notifications are shown again") }
                             lastFailure = nil
                             logger.debug("desktop notification shown", metadata: [
-                                "id": "\(id)", "replaces": "\(notice.replaces)", "summary": "\(notice.summary)",
+                                "id": "\(id)", "replaces": "\(notice.replaces)", "summary": "\(notice.summary)", "body": "\(notice.body)",
                             ])
                         case .failure(let failure):
                             _ = running.handle(.notShown)

@@ -19,7 +19,7 @@ public enum DesktopNotificationFailure: Error, Sendable, Equatable, CustomString
         switch self {
         case .noSessionBus:
             "there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist); "
-                + "a system service has none: for notifications run `gate daemon` in the desktop session (the user unit gate-user.service)"
+                + "a system service has none: for notifications run `gate daemon` in the desktop session, as a systemd user service"
         case .unavailable(let why), .failed(let why):
             why
         }
