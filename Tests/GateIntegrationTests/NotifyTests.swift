@@ -50,7 +50,7 @@ struct NotifyTests {
         #expect(shown.count == 1, "\(shown)")
         #expect(shown.first.map { String($0.id) } == id)
         #expect(shown.first?.summary.hasPrefix("Gate: relay cycle confirmed (udp, ") == true, "\(shown)")
-        #expect(shown.first?.body == "opening by button")
+        #expect(shown.first?.body == "source: button")
         #expect(!shown.contains { $0.summary.contains("opened") }, "the relay cycle is confirmed, not the gate's movement")
 
         // 2. This desktop's own CLI: nothing when it succeeds; its failure in words.
@@ -71,10 +71,10 @@ struct NotifyTests {
         #expect(daemon.waitForLog("configuration reloaded; changed: notify.every_opening"), "\(daemon.log)")
         let every = try GateRunner.run(["open", "--config", config.path], environment: environment)
         #expect(every.status == 0, "\(every.stderr)")
-        #expect(daemon.waitForLog("desktop notification shown", "opening by cli"), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notification shown", "source: cli"), "\(daemon.log)")
         shown = try history(count: 3)
         #expect(shown.count == 3, "\(shown)")
-        #expect(shown.first?.body == "opening by cli", "\(shown)")
+        #expect(shown.first?.body == "source: cli", "\(shown)")
 
         // 4. [notify] removed: nothing; added again: the next opening only.
         try daemonConfigText(udpPort: sim.udpPort, cooldown: 0).write(toFile: config.path, atomically: true, encoding: .utf8)
@@ -91,7 +91,7 @@ struct NotifyTests {
         #expect(daemon.waitForLog("desktop notification shown", "Gate: relay cycle confirmed", count: 2), "\(daemon.log)")
         shown = try history(count: 4)
         #expect(shown.count == 4, "the press while [notify] was absent made none: \(shown)")
-        #expect(shown.first?.body == "opening by button", "\(shown)")
+        #expect(shown.first?.body == "source: button", "\(shown)")
         #expect(try sim.activations().count == 5)
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }

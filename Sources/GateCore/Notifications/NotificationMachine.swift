@@ -149,7 +149,7 @@ public struct NotificationMachine: Sendable {
             let how = [last.adapter, duration].compactMap { $0 }.joined(separator: ", ")
             return Notice(
                 summary: "Gate: relay cycle confirmed" + (how.isEmpty ? "" : " (\(how))"),
-                body: "opening by \(source)", urgency: .normal, replaces: id ?? 0, timeoutMilliseconds: timeout
+                body: "source: \(source)", urgency: .normal, replaces: id ?? 0, timeoutMilliseconds: timeout
             )
         case .timeout, .error:
             let why = last.error.flatMap(GateKeeperError.init(rawValue:))?.summary ?? last.error ?? "the opening failed"
