@@ -29,14 +29,9 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
         let reloads = Task {
             for await config in context.notifyUpdates { continuation.yield(.config(config)) }
         }
-        var watch: FileChangeWatch?
-        var forward: Task<Void, Never>?
+        var watch: StatusFileWatch?
         do {
-            let started = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json"])
-            watch = started
-            forward = Task {
-                for await _ in started.changes { continuation.yield(.statusChanged) }
-            }
+            watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
         } catch {
             if context.config.notify != nil {
                 logger.warning("desktop notifications: the status file is not watched; no notification will be shown", metadata: ["error": "\(error)"])
@@ -44,7 +39,6 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
         }
         defer {
             reloads.cancel()
-            forward?.cancel()
             watch?.stop()
         }
 

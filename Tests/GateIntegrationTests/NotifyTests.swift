@@ -136,13 +136,7 @@ struct NotifyTests {
     @Test("CSDBus's hand-written prototypes match the real sd-bus header")
     func shimMatchesHeader() throws {
         let shim = packageRoot.appendingPathComponent("Sources/CSDBus/shim.h").path
-        let source = "#include <systemd/sd-bus.h>\n#define GATE_SDBUS_CHECK_PROTOTYPES\n#include \"\(shim)\"\n"
-        let compiler = ["clang", "cc"].first { name in
-            (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
-                .contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") }
-        }
-        let cc = try #require(compiler, "no C compiler on PATH")
-        let run = try SessionCommand.run("/bin/sh", ["-c", "\(cc) -fsyntax-only -Werror -x c -"], stdin: source, environment: ProcessInfo.processInfo.environment)
+        let run = try ShimCheck.run(shim: shim, after: "systemd/sd-bus.h", define: "GATE_SDBUS_CHECK_PROTOTYPES")
         #expect(run.status == 0, "needs libsystemd-dev: \(run.summary)")
     }
 
