@@ -34,8 +34,6 @@ public final class SecretSession {
     let keyringPID: Int32
     /// Xvfb's and dunst's pids, with `notificationServer`.
     let displayPIDs: [Int32]
-    /// The X display dunst draws on (`:93`), with `notificationServer`.
-    public let display: String?
     /// The keyring's HOME (its files live under `.local/share/keyrings`).
     public let home: URL
     public let directory: URL
@@ -60,8 +58,6 @@ public final class SecretSession {
                 }
             }
         }
-        let display = notificationServer ? Self.freeDisplay() : nil
-        self.display = display
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-secret-session-\(UUID().uuidString)")
         home = directory.appendingPathComponent("home")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
@@ -76,7 +72,7 @@ public final class SecretSession {
             "/usr/bin/env",
             ["-i", "HOME=\(home.path)", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
              "/usr/bin/dbus-run-session", "--", "/bin/sh", script, readyFile, stopFile, String(getpid()), Self.keyringPassword,
-             display ?? ""],
+             notificationServer ? "notify" : ""],
             stdout: URL(fileURLWithPath: logFile), stderr: URL(fileURLWithPath: logFile), watchdog: false
         )
 
@@ -85,7 +81,7 @@ public final class SecretSession {
         while true {
             if let text = try? String(contentsOfFile: readyFile, encoding: .utf8) {
                 lines = text.split(separator: "\n").map(String.init)
-                if lines.count == (display == nil ? 3 : 5) { break }
+                if lines.count == (notificationServer ? 5 : 3) { break }
             }
             if !session.isRunning || ContinuousClock.now >= deadline {
                 let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
@@ -193,19 +189,6 @@ public final class SecretSession {
         guard run.status == 0 else { throw Failure("dunstctl close-all: \(run.summary)") }
     }
 
-    /// An X display number nobody uses on this machine (no socket, no lock file).
-    private static func freeDisplay() -> String {
-        let start = 90 + Int(getpid() % 400)
-        for offset in 0..<400 {
-            let number = 90 + (start - 90 + offset) % 400
-            if !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)"),
-               !FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") {
-                return ":\(number)"
-            }
-        }
-        return ":\(start)"
-    }
-
     private static func killIfRunning(_ pid: Int32, command: String) {
         guard pid > 0 else { return }
         func alive() -> Bool {
@@ -222,7 +205,7 @@ public final class SecretSession {
     }
 
     /// $1 ready file, $2 stop file, $3 the test process's pid, $4 the keyring's password,
-    /// $5 the X display for Xvfb and dunst (empty: no notification server).
+    /// $5 `notify` for a notification server (Xvfb picks a free display and says which).
     /// dash: no `<<<`, no arrays.
     private static let script = #"""
         ready=$1 stop=$2 owner=$3
@@ -245,15 +228,15 @@ public final class SecretSession {
         bus=$(pid_of org.freedesktop.DBus)
         printf '%s\n%s\n%s\n' "$DBUS_SESSION_BUS_ADDRESS" "$bus" "$keyring" > "$ready.tmp"
         if [ -n "$5" ]; then
-            Xvfb "$5" -screen 0 800x600x24 -nolisten tcp >/dev/null 2>&1 &
+            Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp 3>"$ready.display" >/dev/null 2>&1 &
             xvfb=$!
             tries=0
-            until [ -e "/tmp/.X11-unix/X${5#:}" ]; do
+            until [ -s "$ready.display" ]; do
                 tries=$((tries + 1))
-                [ "$tries" -gt 100 ] && { echo "Xvfb $5 did not start" >&2; kill "$keyring" "$xvfb"; exit 3; }
+                [ "$tries" -gt 100 ] && { echo "Xvfb did not start" >&2; kill "$keyring" "$xvfb"; exit 3; }
                 sleep 0.1
             done
-            DISPLAY="$5" dunst -conf /dev/null >/dev/null 2>&1 &
+            DISPLAY=":$(head -n 1 "$ready.display")" dunst -conf /dev/null >/dev/null 2>&1 &
             dunst=$!
             tries=0
             until has_owner org.freedesktop.Notifications; do
