@@ -63,11 +63,16 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
                 }
                 settings = config.notify
             case .statusChanged:
-                guard var running = machine, notifications.unavailability == nil,
-                      case .success(let record) = StatusFile.effective(paths: context.paths) else { continue }
+                guard var running = machine, case .success(let record) = StatusFile.effective(paths: context.paths) else { continue }
                 for action in running.handle(.observed(record)) {
                     switch action {
                     case .show(let notice):
+                        // Without a session bus (said once at start) nothing is tried; the machine
+                        // still follows the file, so a bus that comes later shows only what is new.
+                        guard notifications.unavailability == nil else {
+                            _ = running.handle(.notShown)
+                            continue
+                        }
                         switch await notifications.show(notice) {
                         case .success(let id):
                             _ = running.handle(.shown(id: id))
