@@ -91,6 +91,7 @@ public enum Daemon {
         services.append(LinkService(context: context))
         context.progress.watch(LinkService.name)
         services.append(HomeAssistantService(context: context))
+        services.append(DesktopNotificationService(context: context, notifications: DesktopNotifications(environment: environment)))
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
             context.progress.watch(ButtonService.name)

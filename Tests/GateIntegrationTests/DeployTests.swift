@@ -176,7 +176,8 @@ struct DeployTests {
         let root = try Deploy.file("debian").deletingLastPathComponent().deletingLastPathComponent()
         let scripts = ["scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
                        "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
-                       "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon", "scripts/ha-test"]
+                       "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon", "scripts/ha-test",
+                       "scripts/notify-test"]
             .map { root.appendingPathComponent($0).path }
             .filter { FileManager.default.fileExists(atPath: $0) }
         // Every shell script in scripts/ and scripts/bench/ is in the list (a new one is not
