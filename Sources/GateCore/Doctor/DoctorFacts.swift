@@ -121,3 +121,16 @@ public enum ButtonFacts: Sendable, Hashable {
     case libraryMissing(String)
     case failed(String)
 }
+
+/// Who answers on the runtime folder's control socket.
+public enum DaemonFacts: Sendable, Hashable {
+    /// No `control.sock`.
+    case absent(socket: String)
+    /// A socket nobody answers on (left by a daemon that was killed).
+    case stale(socket: String)
+    /// A daemon answered `who`. `peerUID` is the kernel's word for who listens;
+    /// `trusted` whether `gate open` hands it openings.
+    case answered(ControlDaemon, peerUID: UInt32, trusted: Bool, socket: String)
+    /// Something else is there, or the exchange failed.
+    case unusable(socket: String, why: String)
+}
