@@ -14,30 +14,36 @@ import ServiceLifecycle
 /// `operationInProgress`. A client that hangs up does not stop its opening. On
 /// graceful shutdown the socket goes away at once and openings in flight finish.
 struct ControlService: Service, CustomStringConvertible {
-    let context: DaemonContext
-
     static let name = "control"
     var description: String { Self.name }
 
-    func run() async {
+    let context: DaemonContext
+    let listener: ControlListener
+
+    /// Listens on the runtime folder's `control.sock`, or says why the daemon runs
+    /// without it: another daemon answers there (never taken from it), or something
+    /// that is not a socket is in the way. Done before READY=1, so that a `gate open`
+    /// started once the daemon is ready finds the socket.
+    static func listen(context: DaemonContext) -> ControlListener? {
         let logger = context.logger
         let path = context.paths.controlSocket
-        let listener: ControlListener
         switch ControlListener.open(path: path) {
-        case .success(.listening(let opened)):
-            listener = opened
-            logger.info("control socket listening", metadata: ["socket": "\(path)", "replaced_stale": "\(opened.replacedStale)"])
+        case .success(.listening(let listener)):
+            logger.info("control socket listening", metadata: ["socket": "\(path)", "replaced_stale": "\(listener.replacedStale)"])
+            return listener
         case .success(.occupied(let peer)):
             logger.warning(
                 "another daemon answers on the control socket; this one runs without it (openings by gate open go to the other)",
                 metadata: ["socket": "\(path)", "other_pid": "\(peer.map { "\($0.pid)" } ?? "unknown")", "other_uid": "\(peer.map { "\($0.uid)" } ?? "unknown")"]
             )
-            return
+            return nil
         case .failure(let error):
             logger.error("\(error.description); the daemon runs without a control socket")
-            return
+            return nil
         }
+    }
 
+    func run() async {
         await withDiscardingTaskGroup { group in
             await withGracefulShutdownHandler {
                 for await connection in listener.requests {

@@ -84,7 +84,9 @@ public enum Daemon {
         services.append(LinkService(context: context))
         context.progress.watch(LinkService.name)
         services.append(HomeAssistantService(context: context))
-        services.append(ControlService(context: context))
+        if let listener = ControlService.listen(context: context) {
+            services.append(ControlService(context: context, listener: listener))
+        }
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
             context.progress.watch(ButtonService.name)
