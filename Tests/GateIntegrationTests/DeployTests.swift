@@ -32,6 +32,35 @@ struct DeployTests {
         #expect(complaints.isEmpty, "systemd-analyze verify warned about the unit:\n\(complaints.joined(separator: "\n"))")
     }
 
+    @Test("systemd-analyze --user verify finds nothing to complain about in gate-user.service, which runs gate daemon as a notify service")
+    func verifyUserUnit() throws {
+        let unit = try String(contentsOf: Deploy.file("systemd/gate-user.service"), encoding: .utf8)
+        let lines = Set(unit.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
+        let execStart = "ExecStart=/usr/bin/gate daemon"
+        for required in [execStart, "Type=notify", "NotifyAccess=main", "ExecReload=/bin/kill -HUP $MAINPID", "WantedBy=default.target", "LimitCORE=0"] {
+            #expect(lines.contains(required), "gate-user.service lacks \(required)")
+        }
+        // A user unit runs as its user: no User=, and nothing that needs privileges.
+        #expect(!lines.contains { $0.hasPrefix("User=") || $0.hasPrefix("SupplementaryGroups=") || $0.hasPrefix("DeviceAllow=") })
+
+        let folder = try Deploy.temporaryFolder("verify-user")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copy = folder.appendingPathComponent("gate-user.service")
+        let gate = try GateRunner.binary()
+        try unit.replacingOccurrences(of: execStart, with: "ExecStart=\(gate.path) daemon")
+            .write(to: copy, atomically: true, encoding: .utf8)
+        // The user manager wants its runtime folder ("Failed to lookup RuntimeDirectory
+        // path" without one): a private one of the test's own.
+        let runtime = folder.appendingPathComponent("xdg-runtime")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = runtime.path
+        let run = try Tool.run("systemd-analyze", ["--user", "verify", copy.path], package: "systemd", environment: environment)
+        #expect(run.status == 0, "\(run.summary)")
+        let complaints = run.lines.filter { $0.contains("gate-user.service") || $0.contains(folder.path) }
+        #expect(complaints.isEmpty, "systemd-analyze --user verify warned about the unit:\n\(complaints.joined(separator: "\n"))")
+    }
+
     @Test("systemd-analyze security --offline=true: overall exposure at most 2.0")
     func securityExposure() throws {
         let unit = try Deploy.file("systemd/gate.service")
@@ -143,6 +172,7 @@ struct DeployTests {
         for (path, mode) in [
             ("usr/bin/gate", "755"),
             ("usr/lib/systemd/system/gate.service", "644"),
+            ("usr/lib/systemd/user/gate-user.service", "644"),
             ("usr/lib/sysusers.d/gate.conf", "644"),
             ("usr/lib/tmpfiles.d/gate.conf", "644"),
             ("usr/lib/udev/rules.d/99-gate-gpio.rules", "644"),
