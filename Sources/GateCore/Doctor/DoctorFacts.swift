@@ -128,9 +128,11 @@ public enum DaemonFacts: Sendable, Hashable {
     case absent(socket: String)
     /// A socket nobody answers on (left by a daemon that was killed).
     case stale(socket: String)
-    /// A daemon answered `who`. `peerUID` is the kernel's word for who listens;
-    /// `trusted` whether `gate open` hands it openings.
-    case answered(ControlDaemon, peerUID: UInt32, trusted: Bool, socket: String)
+    /// A daemon `gate open` trusts answered `who`; `peerUID` is the kernel's word
+    /// for who listens.
+    case answered(ControlDaemon, peerUID: UInt32, socket: String)
+    /// A listener of another user: `gate open` ignores it.
+    case untrusted(pid: Int32, uid: UInt32, socket: String)
     /// Something else is there, or the exchange failed.
     case unusable(socket: String, why: String)
 }

@@ -9,12 +9,11 @@ extension DoctorVerdict {
             return .ok(.daemon, "no daemon answers (no \(socket)): openings connect by themselves")
         case .stale(let socket):
             return .ok(.daemon, "no daemon answers on \(socket) (left by a daemon that stopped without removing it): openings connect by themselves")
-        case .answered(let daemon, let peerUID, let trusted, let socket):
-            guard trusted else {
-                return .fail(.daemon, .unavailable,
-                             "a process of uid \(peerUID) (pid \(daemon.pid)) answers on \(socket): neither root, \(user.name), nor the runtime folder's owner; openings ignore it and connect by themselves",
-                             fix: "stop that process and remove \(socket) (who it is: `ss -xlp | grep control.sock`)")
-            }
+        case .untrusted(let pid, let uid, let socket):
+            return .fail(.daemon, .unavailable,
+                         "a process of uid \(uid) (pid \(pid)) listens on \(socket): neither root, \(user.name), nor the runtime folder's owner; openings ignore it and connect by themselves",
+                         fix: "stop that process and remove \(socket) (who it is: `ss -xlp | grep control.sock`)")
+        case .answered(let daemon, let peerUID, _):
             let who = peerUID == user.uid
                 ? "this user's own daemon (pid \(daemon.pid))"
                 : "the system service (pid \(daemon.pid), uid \(peerUID))"

@@ -145,11 +145,14 @@ public enum ControlClient {
         case noSocket
         case nobodyAnswers(SystemError)
         case answered(ControlDaemon, peer: PeerCredentials)
+        /// A listener `gate open` would not hand openings to: not asked anything.
+        case untrusted(PeerCredentials)
         case failed(String)
     }
 
-    /// Asks the daemon on `paths.controlSocket` who it is; waits at most `timeout`.
-    /// Blocking: for commands that are not an opening (`gate doctor`).
+    /// Asks the daemon on `paths.controlSocket` who it is, if it is one `gate open`
+    /// trusts; waits at most `timeout`. Blocking: for commands that are not an
+    /// opening (`gate doctor`).
     public static func who(paths: RuntimePaths, timeout: Duration = .seconds(2)) -> Answer {
         let path = paths.controlSocket
         var info = stat()
@@ -166,6 +169,7 @@ public enum ControlClient {
         case .success(let found): peer = found
         case .failure(let error): return .failed("cannot tell who listens on \(path): \(error)")
         }
+        guard trusts(peer, runtimeDirectory: paths.runtimeDirectory) else { return .untrusted(peer) }
         guard UnixStream.send(fd, line: ControlRequest.who.json.serialized()) else {
             return .failed("cannot write to \(path): \(SystemError("send"))")
         }

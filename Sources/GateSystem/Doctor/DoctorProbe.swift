@@ -47,7 +47,9 @@ public enum DoctorProbe {
         case .nobodyAnswers(let error):
             return .unusable(socket: socket, why: error.description)
         case .answered(let daemon, let peer):
-            return .answered(daemon, peerUID: peer.uid, trusted: ControlClient.trusts(peer, runtimeDirectory: paths.runtimeDirectory), socket: socket)
+            return .answered(daemon, peerUID: peer.uid, socket: socket)
+        case .untrusted(let peer):
+            return .untrusted(pid: peer.pid, uid: peer.uid, socket: socket)
         case .failed(let why):
             return .unusable(socket: socket, why: why)
         }
