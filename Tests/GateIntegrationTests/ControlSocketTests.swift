@@ -166,6 +166,63 @@ extension DaemonTests {
             #expect(recorder.received(topic: triggerTopic).isEmpty, "no MQTT trigger: \(recorder.received)")
         }
 
+        @Test("SIGTERM while a handed-over opening runs: the opening finishes, the client gets its result, the daemon exits 0")
+        func gracefulStopFinishesOpening() throws {
+            let sim = try Simulator(["--hold-ms", "1500"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
+            let environment = GateRunner.isolatedEnvironment()
+            let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
+            try daemon.waitForReady()
+
+            let client = try GateRunner.start(["open", "--config", config.path, "--json"], environment: environment)
+            #expect(waitUntil { (try? sim.activations().count) == 1 }, "\(daemon.log)")
+            daemon.send(SIGTERM)
+            let run = try client.finish(timeout: .seconds(20))
+            #expect(run.status == 0, "\(run.summary)\n\(daemon.log)")
+            #expect(daemon.waitForExit() == .exited(0), "\(daemon.log)")
+            #expect(try sim.activations().count == 1)
+            #expect(!FileManager.default.fileExists(atPath: environment["GATE_RUNTIME_DIR"]! + "/control.sock"))
+        }
+
+        @Test("A daemon that takes the request and then closes without a word, or accepts and goes silent: 124, and the client sends no trigger",
+              arguments: ["close", "silent"])
+        func lostBeforeResult(mode: String) throws {
+            let sim = try Simulator(["--hold-ms", "100"])
+            // A short UDP budget: the silent daemon's bound is udp.timeout + 5 s.
+            let config = try TestConfig.udp(host: sim.udpHost, port: sim.udpPort, extra: "timeout = 0.5\n[runtime]\ncooldown = 0")
+            let environment = GateRunner.isolatedEnvironment()
+            let runtime = environment["GATE_RUNTIME_DIR"]!
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+            let logFile = runtime + "/listener.log"
+            // As this test's own user (trusted): reads the request, then closes or says
+            // "accepted" and nothing more.
+            let script = """
+                import socket, sys, time
+                path, log, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.bind(path)
+                s.listen(8)
+                open(log, "a").write("listening\\n")
+                c, _ = s.accept()
+                data = c.recv(65536)
+                open(log, "a").write("request " + data.decode() + "\\n")
+                if mode == "silent":
+                    c.sendall(b'{"reply":"accepted"}\\n')
+                    time.sleep(60)
+                c.close()
+                time.sleep(60)
+                """
+            let listener = try MosquittoBroker.Child("/usr/bin/python3", ["-c", script, runtime + "/control.sock", logFile, mode], stdout: nil, stderr: nil, watchdog: true)
+            defer { listener.terminate(grace: .seconds(1)) }
+            #expect(waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true })
+
+            let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
+            #expect(run.status == 124, "\(run.summary)")
+            #expect((try run.json()["message"] as? String)?.contains("the relay may have cycled") == true, "\(run.stdout)")
+            #expect((try? String(contentsOfFile: logFile, encoding: .utf8))?.contains(#""request":"open""#) == true, "the request reached the listener")
+            #expect(try sim.activations().isEmpty, "the client never triggers an opening it handed over")
+        }
+
         @Test("A stale socket left by a SIGKILLed daemon: gate open opens by itself, and the next daemon replaces it")
         func staleSocket() throws {
             let sim = try Simulator(["--hold-ms", "100"])
