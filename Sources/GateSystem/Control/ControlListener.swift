@@ -173,7 +173,14 @@ public final class ControlListener: Sendable {
 
     private static func acceptLoop(listening: Int32, wake: WakeSignal, continuation: AsyncStream<ControlConnection>.Continuation) {
         var pending: [Int32: Pending] = [:]
-        defer { for fd in pending.keys { close(fd) } }
+        defer {
+            // Nothing was started for these: their clients may open by themselves.
+            let stopping = ControlReply.declined("the daemon is stopping").json.serialized()
+            for fd in pending.keys {
+                UnixStream.send(fd, line: stopping)
+                close(fd)
+            }
+        }
         while true {
             var entries = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
             if pending.count < maximumPending { entries.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0)) }
