@@ -250,6 +250,32 @@ extension DaemonTests {
             #expect(next.stop() == .exited(0), "\(next.log)")
         }
 
+        @Test("A symbolic link or a file at control.sock: the daemon names it and runs without a socket, never following it; gate open opens directly")
+        func notASocket() throws {
+            let sim = try Simulator(["--hold-ms", "100"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
+            let environment = GateRunner.isolatedEnvironment()
+            let runtime = environment["GATE_RUNTIME_DIR"]!
+            let socket = runtime + "/control.sock"
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+            let victim = runtime + "/victim"
+            try "untouched\n".write(toFile: victim, atomically: false, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: socket, withDestinationPath: victim)
+
+            let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
+            try daemon.waitForReady()
+            #expect(daemon.logLines(containing: "cannot listen on \(socket): it is a symbolic link, not a socket").count == 1, "\(daemon.log)")
+            let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
+            #expect(run.status == 0, "\(run.summary)")
+            #expect(run.stderr.contains("\(socket) is a symbolic link, not a socket"), "\(run.stderr)")
+            #expect(daemon.logLines(containing: "opening handed over").isEmpty)
+            #expect(try sim.activations().count == 1)
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "untouched\n")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+            var info = stat()
+            #expect(lstat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link is left as it was")
+        }
+
         @Test("Garbage and an oversized request get an error reply naming the problem; the daemon keeps running; another configuration is declined and opened directly")
         func badRequests() throws {
             let sim = try Simulator(["--hold-ms", "100"])
