@@ -14,17 +14,9 @@ struct DeployTests {
     @Test("systemd-analyze verify finds nothing to complain about in gate.service")
     func verifyUnit() throws {
         let unit = try String(contentsOf: Deploy.file("systemd/gate.service"), encoding: .utf8)
-        let execStart = "ExecStart=/usr/bin/gate daemon"
-        try #require(unit.split(separator: "\n").contains { $0 == execStart }, "the unit must run \(execStart)")
-
-        // verify checks that ExecStart's binary exists: point it at the gate just built, the
-        // unit otherwise unchanged, in a folder of its own (the file keeps its name gate.service).
-        let folder = try Deploy.temporaryFolder("verify")
+        try #require(unit.split(separator: "\n").contains { $0 == Deploy.execStart }, "the unit must run \(Deploy.execStart)")
+        let (folder, copy) = try Deploy.verifiableCopy(of: unit, named: "gate.service")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let copy = folder.appendingPathComponent("gate.service")
-        let gate = try GateRunner.binary()
-        try unit.replacingOccurrences(of: execStart, with: "ExecStart=\(gate.path) daemon")
-            .write(to: copy, atomically: true, encoding: .utf8)
 
         let run = try Tool.run("systemd-analyze", ["verify", copy.path], package: "systemd")
         #expect(run.status == 0, "\(run.summary)")
@@ -36,19 +28,14 @@ struct DeployTests {
     func verifyUserUnit() throws {
         let unit = try String(contentsOf: Deploy.file("systemd/gate-user.service"), encoding: .utf8)
         let lines = Set(unit.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
-        let execStart = "ExecStart=/usr/bin/gate daemon"
-        for required in [execStart, "Type=notify", "NotifyAccess=main", "ExecReload=/bin/kill -HUP $MAINPID", "WantedBy=default.target", "LimitCORE=0"] {
+        for required in [Deploy.execStart, "Type=notify", "NotifyAccess=main", "ExecReload=/bin/kill -HUP $MAINPID", "WantedBy=default.target", "LimitCORE=0"] {
             #expect(lines.contains(required), "gate-user.service lacks \(required)")
         }
         // A user unit runs as its user: no User=, and nothing that needs privileges.
         #expect(!lines.contains { $0.hasPrefix("User=") || $0.hasPrefix("SupplementaryGroups=") || $0.hasPrefix("DeviceAllow=") })
 
-        let folder = try Deploy.temporaryFolder("verify-user")
+        let (folder, copy) = try Deploy.verifiableCopy(of: unit, named: "gate-user.service")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let copy = folder.appendingPathComponent("gate-user.service")
-        let gate = try GateRunner.binary()
-        try unit.replacingOccurrences(of: execStart, with: "ExecStart=\(gate.path) daemon")
-            .write(to: copy, atomically: true, encoding: .utf8)
         // The user manager wants its runtime folder ("Failed to lookup RuntimeDirectory
         // path" without one): a private one of the test's own.
         let runtime = folder.appendingPathComponent("xdg-runtime")
@@ -244,6 +231,20 @@ enum Deploy {
             throw GateRunner.Failure("deploy/\(relative) is missing (looked at \(url.path))")
         }
         return url
+    }
+
+    static let execStart = "ExecStart=/usr/bin/gate daemon"
+
+    /// `unit` in a folder of its own under its own name, for `systemd-analyze verify`,
+    /// which checks that ExecStart's binary exists: pointed at the gate just built,
+    /// otherwise unchanged.
+    static func verifiableCopy(of unit: String, named name: String) throws -> (folder: URL, copy: URL) {
+        let folder = try temporaryFolder("verify")
+        let copy = folder.appendingPathComponent(name)
+        let gate = try GateRunner.binary()
+        try unit.replacingOccurrences(of: execStart, with: "ExecStart=\(gate.path) daemon")
+            .write(to: copy, atomically: true, encoding: .utf8)
+        return (folder, copy)
     }
 
     static func temporaryFolder(_ label: String) throws -> URL {
