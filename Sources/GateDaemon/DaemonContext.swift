@@ -79,7 +79,11 @@ public final class DaemonContext: Sendable {
 
     /// The one opening pipeline, with the warm link as MQTT adapter and as a
     /// witness: what it sees on the status topic during an opening is evidence.
-    var pipeline: OpeningPipeline {
+    var pipeline: OpeningPipeline { pipeline(logger: logger) }
+
+    /// The one pipeline, logging with `logger` (the opener's metadata: the control
+    /// socket's client).
+    func pipeline(logger: Logger) -> OpeningPipeline {
         let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
         return OpeningPipeline(
             paths: paths, adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),
