@@ -32,18 +32,20 @@ let package = Package(
             providers: [.apt(["libgpiod-dev"])]
         ),
         // The push button's line and the reader of its edge events (for `gate daemon`).
-        .target(name: "GPIO", dependencies: ["CGPIOD", "Threading"]),
+        .target(name: "GPIO", dependencies: ["CGPIOD", "Plumbing"]),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        // A detached pthread and a wake-up pipe, for blocking poll loops (adapters, GPIO).
-        .target(name: "Threading"),
+        // The POSIX layer gate and the simulator share: system-call errors, socket
+        // addresses, the one poll loop and non-blocking connect, threads and wake-up
+        // pipes for blocking loops, the stderr log handler.
+        .target(name: "Plumbing", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // Sockets, files, clocks, interfaces: everything that touches the system.
         .target(
             name: "GateSystem",
             dependencies: [
                 "GateCore",
                 "Mosquitto",
-                "Threading",
+                "Plumbing",
                 "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -55,6 +57,7 @@ let package = Package(
             dependencies: [
                 "GateCore",
                 "GateSystem",
+                "Plumbing",
                 "GPIO",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -66,6 +69,7 @@ let package = Package(
             dependencies: [
                 "GateCore",
                 "GateSystem",
+                "Plumbing",
                 "GateDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -75,6 +79,7 @@ let package = Package(
             name: "esp32-sim",
             dependencies: [
                 "Mosquitto",
+                "Plumbing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -96,7 +101,7 @@ let package = Package(
         .testTarget(
             name: "GateSystemTests",
             dependencies: [
-                "GateSystem", "GateCore", "Mosquitto", "Threading", "GateTestSupport",
+                "GateSystem", "GateCore", "Mosquitto", "Plumbing", "GateTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import Logging
+import Plumbing
 
 extension SimulatorCommand {
     /// How long the first MQTT connection may take, CONNACK and SUBACK included.
@@ -13,7 +14,7 @@ extension SimulatorCommand {
         let signals = SignalWaiter([SIGINT, SIGTERM])
 
         let level: Logger.Level = verbose ? .debug : .info
-        LoggingSystem.bootstrap { _ in StderrLogHandler(level: level) }
+        LoggingSystem.bootstrap { _ in StderrLogHandler(logLevel: level, format: Self.logLine) }
         let logger = Logger(label: "esp32-sim")
 
         let triggerLog: TriggerLog?
@@ -152,5 +153,19 @@ extension SimulatorCommand {
             transport.abandon()
             throw ExitCode.failure
         }
+    }
+
+    /// `esp32-sim: <message>`: info lines carry no level (they are the narrative a user
+    /// or a test reads); other levels are named.
+    @Sendable static func logLine(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata) -> String {
+        var line = "esp32-sim: "
+        if level != .info {
+            line += "\(level): "
+        }
+        line += message.description
+        for key in metadata.keys.sorted() {
+            line += " \(key)=\(metadata[key]!)"
+        }
+        return line
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Plumbing
 
 @main
 struct SimulatorCommand: ParsableCommand {

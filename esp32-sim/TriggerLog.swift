@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 /// The way a trigger reached the relay.
 enum Transport: String, CaseIterable, Sendable {
@@ -44,10 +45,7 @@ final class TriggerLog: Sendable {
         line += "}\n"
         var bytes = Array(line.utf8)
         let count = bytes.count
-        var written: Int
-        repeat {
-            written = write(fd, &bytes, count)
-        } while written < 0 && errno == EINTR
+        let written = retryingOnInterrupt { write(fd, &bytes, count) }
         // A short write cannot be completed without breaking the one-write-per-line promise,
         // so it is reported instead (it means a full disk, not something to retry).
         guard written == count else {

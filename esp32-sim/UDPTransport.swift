@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import Plumbing
 import Synchronization
 
 /// The ESP32's UDP side: one socket, a receive thread that blocks in poll(2), and replies
@@ -11,27 +12,23 @@ final class UDPTransport: Sendable {
     /// The address actually bound; with port 0 this names the port the kernel chose.
     let localAddress: SocketAddress
     private let fd: Int32
-    /// Written once to make the receive thread return; a pipe rather than closing the socket
-    /// under a thread that may be inside poll(2) on it.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// Signalled once to make the receive thread return; a pipe rather than closing the
+    /// socket under a thread that may be inside poll(2) on it.
+    private let wake: WakeSignal
     private let relay: Relay
     private let logger: Logger
-    private let thread = Mutex<POSIXThread?>(nil)
+    private let thread = Mutex<OSThread.Joinable?>(nil)
 
     init(bindingTo address: SocketAddress, relay: Relay, logger: Logger) throws(SystemError) {
         let (fd, bound) = try bindUDPSocket(to: address)
-        var pipeEnds: [Int32] = [-1, -1]
-        // pipe2 is hidden behind _GNU_SOURCE; the simulator never execs, so plain pipe will do.
-        guard pipe(&pipeEnds) == 0 else {
-            let error = SystemError("pipe")
+        do {
+            wake = try WakeSignal()
+        } catch {
             close(fd)
-            throw error
+            throw SystemError("pipe", code: error.code)
         }
         self.fd = fd
         self.localAddress = bound
-        self.wakeRead = pipeEnds[0]
-        self.wakeWrite = pipeEnds[1]
         self.relay = relay
         self.logger = logger
     }
@@ -40,8 +37,6 @@ final class UDPTransport: Sendable {
         // Pending release reports hold a reference to the transport through their reply
         // closure, so the socket cannot be closed while one may still be sent on it.
         close(fd)
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     static func encode(_ report: Report) -> UInt8 {
@@ -53,15 +48,14 @@ final class UDPTransport: Sendable {
     }
 
     func start() throws(SystemError) {
-        let started = try POSIXThread { [self] in receiveLoop() }
+        let started = try OSThread.Joinable { [self] in receiveLoop() }
         thread.withLock { $0 = started }
     }
 
     /// Stops receiving and waits for the receive thread to finish. Reports already
     /// scheduled by the relay may still be sent.
     func stop() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        wake.signal()
         let running = thread.withLock { thread in
             defer { thread = nil }
             return thread
@@ -72,13 +66,11 @@ final class UDPTransport: Sendable {
     private func receiveLoop() {
         var fds = [
             pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            let ready = poll(&fds, nfds_t(fds.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                logger.critical("\(SystemError("poll")); exiting")
+            if case .failure(let error) = Poll.wait(&fds, until: nil) {
+                logger.critical("\(error); exiting")
                 exit(1)
             }
             if fds[1].revents != 0 { return }
@@ -122,7 +114,11 @@ final class UDPTransport: Sendable {
                     return false
                 }
             }
-            handle(buffer[..<count], from: SocketAddress(storage: storage, length: length))
+            guard let peer = SocketAddress(storage: storage) else {
+                logger.debug("ignored datagram from an address that is neither IPv4 nor IPv6")
+                continue
+            }
+            handle(buffer[..<count], from: peer)
         }
     }
 
@@ -143,10 +139,7 @@ final class UDPTransport: Sendable {
 
     private func send(_ report: Report, to peer: SocketAddress) {
         var byte = Self.encode(report)
-        var sent: Int
-        repeat {
-            sent = peer.withSockaddr { sendto(fd, &byte, 1, Int32(MSG_DONTWAIT), $0, $1) }
-        } while sent < 0 && errno == EINTR
+        let sent = retryingOnInterrupt { peer.withSockaddr { sendto(fd, &byte, 1, Int32(MSG_DONTWAIT), $0, $1) } }
         if sent == 1 {
             logger.info("sent \(hex([byte])) (\(report)) to \(peer)")
         } else {

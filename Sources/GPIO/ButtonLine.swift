@@ -10,7 +10,7 @@ import Musl
 /// edges' events, and frees them.
 ///
 /// The line is requested with the pull-up when `activeLow` (button to ground,
-/// SPEC §4) and the pull-down otherwise (button to 3.3 V), but never with
+/// docs/CONTRACT.md#configuration) and the pull-down otherwise (button to 3.3 V), but never with
 /// GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW: the events keep the physical levels, and
 /// `ButtonDebouncer` maps them with `active_low` itself. That keeps one meaning
 /// for a recorded pipe of events and the real line, and avoids how v1 kernels

@@ -1,5 +1,5 @@
 import CGPIOD
-import Threading
+import Plumbing
 import Synchronization
 
 #if canImport(Glibc)
@@ -111,10 +111,8 @@ public final class EdgeReader: Sendable {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
-            if poll(&fds, 2, -1) < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                return .failed(GPIOError("cannot wait for button events on fd \(fd)", call: "poll", code: code))
+            if case .failure(let error) = Poll.wait(&fds, until: nil) {
+                return .failed(GPIOError("cannot wait for button events on fd \(fd)", call: "poll", code: error.code))
             }
             // The wake-up first: stopping must not wait for a busy line to go quiet.
             if fds[1].revents != 0 { return .stopped }

@@ -5,7 +5,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// The push button (SPEC §3 `gate daemon`, §4 `[button]`): edges in, debounced,
+/// The push button (docs/CONTRACT.md#gate-daemon, docs/CONTRACT.md#configuration): edges in, debounced,
 /// one press = one opening with source `button`, under the same lock and
 /// cooldown as `gate open`.
 ///

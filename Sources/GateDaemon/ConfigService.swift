@@ -7,7 +7,7 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Reloads the configuration on SIGHUP and when its file changes (SPEC §3):
+/// Reloads the configuration on SIGHUP and when its file changes (docs/CONTRACT.md#gate-daemon):
 /// validated first; on error the running configuration stays and the log says
 /// why; on success an audit line names the changed keys (never a value).
 struct ConfigService: Service, CustomStringConvertible {

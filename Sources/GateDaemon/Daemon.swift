@@ -5,10 +5,11 @@ import GateCore
 import GateSystem
 import GPIO
 import Logging
+import Plumbing
 import ServiceLifecycle
 import UnixSignals
 
-/// `gate daemon` (SPEC §3): everything that must be in place before systemd hears
+/// `gate daemon` (docs/CONTRACT.md#gate-daemon): everything that must be in place before systemd hears
 /// `READY=1` (a valid configuration, the runtime folder, the button's line), then
 /// one `ServiceGroup` until SIGTERM or SIGINT.
 public enum Daemon {

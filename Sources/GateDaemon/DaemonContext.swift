@@ -79,13 +79,13 @@ public final class DaemonContext: Sendable {
     var pipeline: OpeningPipeline {
         let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
         return OpeningPipeline(
-            paths: paths, adapters: AdapterFactory(credentials: credentials, link: link),
+            paths: paths, adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),
             statusFeed: LinkStatusFeed(link: link), logger: logger
         )
     }
 
     /// What the link for `config` carries for Home Assistant: its last will and the
-    /// command and HA status topics (SPEC §9); nothing without `[homeassistant]`.
+    /// command and HA status topics (docs/CONTRACT.md#home-assistant); nothing without `[homeassistant]`.
     static func linkExtras(for config: GateConfig) -> LinkExtras {
         guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras() }
         let discovery = HomeAssistantDiscovery(config: homeAssistant, mqtt: mqtt, version: GateRelease.version)

@@ -4,7 +4,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// The gate as one Home Assistant device (SPEC §9), over the daemon's warm link:
+/// The gate as one Home Assistant device (docs/CONTRACT.md#home-assistant), over the daemon's warm link:
 /// retained discovery configs, availability (the link's last will says `offline`),
 /// the "Last opening" sensor for every opening whoever made it (from the status
 /// file), and HA's button: one opening with source `homeassistant` per press.

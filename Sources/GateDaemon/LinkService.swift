@@ -1,9 +1,10 @@
 import GateCore
 import GateSystem
 import Logging
+import Plumbing
 import ServiceLifecycle
 
-/// Keeps the warm MQTT link (SPEC §3 `gate daemon`) for the running configuration,
+/// Keeps the warm MQTT link (docs/CONTRACT.md#gate-daemon) for the running configuration,
 /// and records relay cycles seen on the status topic that no local opening caused
 /// as openings with source `elsewhere` (status file, history, cooldown).
 ///

@@ -3,7 +3,7 @@ import GateSystem
 import Logging
 import ServiceLifecycle
 
-/// Tells systemd how the daemon is (SPEC §3, `Type=notify`): `READY=1` once the
+/// Tells systemd how the daemon is (docs/CONTRACT.md#gate-daemon, `Type=notify`): `READY=1` once the
 /// services run, `WATCHDOG=1` every half of `$WATCHDOG_USEC` while the button's
 /// and the link's own loops have made progress within that half (ServiceProgress:
 /// a wedged loop stops the feeding and systemd restarts the daemon), and

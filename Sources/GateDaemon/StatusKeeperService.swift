@@ -6,7 +6,7 @@ import GateSystem
 import Logging
 import ServiceLifecycle
 
-/// Keeps `status.json` saying what readers would conclude anyway (SPEC §6): a
+/// Keeps `status.json` saying what readers would conclude anyway (docs/CONTRACT.md#the-status-file): a
 /// `timeout`/`error` past its `reset_at` becomes `ready`, and a busy record whose
 /// opener died (its flock is gone) becomes `ready` with `last.outcome =
 /// "interrupted"`. A panel script that reads the file with `jq` instead of

@@ -58,7 +58,7 @@ struct HistoryCommand: ParsableCommand {
             return
         }
         for entry in entries {
-            // Validated when read; escaped all the same: the file is shared (SPEC §6).
+            // Validated when read; escaped all the same: the file is shared (docs/CONTRACT.md#shared-folders).
             let safe = SafeText.escaped
             let who = entry.uid.map { "\(safe(entry.source)) (uid \($0))" } ?? safe(entry.source)
             let outcome = entry.error.map { "\(safe(entry.outcome)) (\(safe($0)))" } ?? safe(entry.outcome)

@@ -22,7 +22,7 @@ struct OpenRequest: Equatable {
         return !source.isEmpty && source.utf8.count <= 32 && allowed
     }
 
-    /// Runs the opening; returns the exit status of SPEC §2.
+    /// Runs the opening; returns the exit status (docs/CONTRACT.md#exit-codes).
     func perform() async -> Int32 {
         // A reader that went away (`gate open | head -0`) must not kill an opening after
         // the trigger left: the status, the history and the cooldown still get written.

@@ -3,6 +3,7 @@ import GateCore
 import GateSystem
 #if canImport(Glibc)
 import Glibc
+import Plumbing
 #endif
 
 struct SecretSetCommand: ParsableCommand {
@@ -118,9 +119,8 @@ enum PasswordInput {
             guard buffer.count < buffer.capacity else {
                 return Problem(message: "standard input is longer than \(maximumLength) bytes, the most an MQTT password can hold")
             }
-            let got = Glibc.read(fd, buffer.base + buffer.count, buffer.capacity - buffer.count)
+            let got = retryingOnInterrupt { Glibc.read(fd, buffer.base + buffer.count, buffer.capacity - buffer.count) }
             if got < 0 {
-                if errno == EINTR { continue }
                 return Problem(message: "cannot read standard input: \(SystemError.text(for: errno))")
             }
             if got == 0 { return nil }
@@ -249,9 +249,8 @@ enum TerminalLine {
             guard buffer.count < buffer.capacity else {
                 return PasswordInput.Problem(message: "the entry is longer than \(PasswordInput.maximumLength) bytes, the most an MQTT password can hold")
             }
-            let got = Glibc.read(STDIN_FILENO, buffer.base + buffer.count, buffer.capacity - buffer.count)
+            let got = retryingOnInterrupt { Glibc.read(STDIN_FILENO, buffer.base + buffer.count, buffer.capacity - buffer.count) }
             if got < 0 {
-                if errno == EINTR { continue }
                 return PasswordInput.Problem(message: "cannot read the terminal: \(SystemError.text(for: errno))")
             }
             if got == 0 { return nil }  // ^D: the line ends here

@@ -10,7 +10,7 @@ public func fuzzStatusFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     }
     guard reread.serialized() == value.serialized() else { fatalError("a value changed on a round trip: \(value.serialized())") }
     guard let record = StatusRecord(json: value) else { return 0 }
-    // The file is shared (SPEC §6): a record that was accepted holds only what gate writes.
+    // The file is shared (docs/CONTRACT.md#runtime-files): a record that was accepted holds only what gate writes.
     let texts = [record.source, record.adapter, record.last?.source, record.last?.error, record.last?.adapter].compactMap { $0 }
     guard texts.allSatisfy(SafeText.isLabel), WallTime.isValid(record.since), record.resetAt.map(WallTime.isValid) ?? true,
           record.last.map({ WallTime.isValid($0.finishedAt) }) ?? true else {

@@ -155,7 +155,7 @@ struct UDPReplyDecoderTests {
 
 @Suite("JSON result")
 struct OpeningResultJSONTests {
-    @Test("The --json object has the keys of SPEC §3 in order, and every attempt says whether its trigger left")
+    @Test("The --json object has the keys of docs/CONTRACT.md#commands in order, and every attempt says whether its trigger left")
     func shape() {
         let result = OpeningResult(
             error: .operationTimeout, adapter: .udp, duration: .milliseconds(2003),

@@ -12,7 +12,7 @@ private let base = GateConfig(
     runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0)
 )
 
-/// Each key of SPEC §4, in the file's order, with an edit of `base` that changes only it.
+/// Each key of docs/CONTRACT.md#configuration, in the file's order, with an edit of `base` that changes only it.
 private let singleKeyEdits: [(key: String, edit: @Sendable (inout GateConfig) -> Void)] = [
     ("udp.host", { $0.udp?.host = "10.0.0.9" }),
     ("udp.port", { $0.udp?.port = 9090 }),

@@ -16,7 +16,7 @@ private func problems(_ text: String) -> [ConfigProblem] {
 
 private let mqtt = "[mqtt]\nhost = \"broker\"\n"
 
-@Suite("Configuration: [homeassistant] (SPEC §9)")
+@Suite("Configuration: [homeassistant] (docs/CONTRACT.md#home-assistant)")
 struct HomeAssistantConfigTests {
     @Test func defaults() throws {
         let config = try parse(mqtt + "[homeassistant]\n")
@@ -102,7 +102,7 @@ struct HomeAssistantConfigTests {
     }
 }
 
-@Suite("Home Assistant discovery payloads (SPEC §9)")
+@Suite("Home Assistant discovery payloads (docs/CONTRACT.md#home-assistant)")
 struct HomeAssistantDiscoveryTests {
     let discovery = HomeAssistantDiscovery(config: HomeAssistantConfig(), mqtt: MQTTConfig(host: "broker"), version: "9.9")
 

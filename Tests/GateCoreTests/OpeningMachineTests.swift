@@ -302,7 +302,7 @@ struct OpeningMachineTests {
     }
 }
 
-/// SPEC §2 "Evidence and time": each rule, with a hand-driven clock.
+/// docs/CONTRACT.md#evidence-and-time: each rule, with a hand-driven clock.
 @Suite("Evidence and time")
 struct EvidenceAndTimeTests {
     @Test("A 1 then 0 on the status topic after a UDP trigger confirms the cycle; MQTT never starts")

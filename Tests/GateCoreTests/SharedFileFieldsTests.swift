@@ -1,7 +1,7 @@
 import Testing
 @testable import GateCore
 
-/// The fields of the shared files (SPEC §6) are validated when read and escaped when shown.
+/// The fields of the shared files (docs/CONTRACT.md#runtime-files) are validated when read and escaped when shown.
 @Suite("Shared files: times, labels, escapes, the history's tail")
 struct SharedFileFieldsTests {
     @Test("Timestamps: what gate writes reads back; other forms, impossible dates and years beyond Int64 nanoseconds are invalid")

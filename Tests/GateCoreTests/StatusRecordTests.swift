@@ -35,7 +35,7 @@ struct StatusRecordTests {
         #expect(record.effective(now: "2027-01-01T00:00:00.000Z", lockHeld: false) == record)
     }
 
-    @Test("The status JSON has the keys of SPEC §6 in order")
+    @Test("The status JSON has the keys of docs/CONTRACT.md#runtime-files in order")
     func json() {
         let record = StatusRecord(state: .waitingForRelayClose, since: "2026-11-21T10:00:00.123Z", source: "cli", pid: 1234,
                                   adapter: "udp", resetAt: nil, last: nil)

@@ -54,7 +54,7 @@ private func firstAttempt(_ run: GateRun) -> [String: Any]? {
 /// The MQTT budget (5 s) plus slack for starting a process on a shared machine.
 private let mqttLimit = Duration.seconds(5) + .milliseconds(1500)
 
-/// Issue 7, item 4: the broker fails while gate uses it. Exit codes per SPEC §2, and no
+/// Issue 7, item 4: the broker fails while gate uses it. Exit codes per docs/CONTRACT.md#one-opening, and no
 /// opening outlives the MQTT budget. `gate open --via mqtt` throughout, on 127.0.0.1.
 @Suite("BrokerFault: broker killed, restarted, slowed, frozen", .serialized)
 struct BrokerFaultTests {
@@ -69,7 +69,7 @@ struct BrokerFaultTests {
         broker.kill()
         let run = try gate.finish(timeout: .seconds(20))
         #expect(waiting, "status.json never showed waiting_for_relay_close; \(run.summary)")
-        // SPEC §2: once `1` was seen there is no fallback, and `1` without `0` is operationTimeout.
+        // docs/CONTRACT.md#one-opening: once `1` was seen there is no fallback, and `1` without `0` is operationTimeout.
         #expect(run.status == 124, "\(run.summary)")
         #expect((try? run.json())?["error"] as? String == "operationTimeout", "\(run.summary)")
         let attempt = firstAttempt(run)
@@ -84,7 +84,7 @@ struct BrokerFaultTests {
         try #require(waitForResubscription(sim), "the simulator did not resubscribe:\n\(sim.stderrText)")
         // The relay is still held (1.5 s) when the simulator may already be back: its `0` then
         // goes out on the status topic. With cooldown 0 an opening started now would have its
-        // trigger ignored and see that old `0` first, which is 76 under SPEC §1 (seen in a run:
+        // trigger ignored and see that old `0` first, which is 76 under docs/CONTRACT.md#protocol (seen in a run:
         // not a success, no second activation). The default cooldown (2 s) keeps a real 400 ms
         // hold out of the way; here, wait for the release.
         let released = ContinuousClock.now + .seconds(10)

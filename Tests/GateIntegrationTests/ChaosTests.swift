@@ -54,7 +54,7 @@ struct ChaosTests {
         print("chaos: tc netem: \(NetNS.netemProbe(namespace: linkNS, device: "v1")); the link is impaired by a user-space relay")
 
         // Hold 100 ms: longer than a duplicate's lag (≤ 10 ms), so a copied trigger meets a held
-        // relay and is ignored, as on the real ESP32 (SPEC §8).
+        // relay and is ignored, as on the real ESP32 (docs/CONTRACT.md#the-relay-simulator).
         let sim = try NamespacedSimulator(namespace: espNS, udp: "10.203.2.2:8080", ["--hold-ms", "100"])
         defer { sim.stop() }
         let relay = try ChaosRelay(
@@ -65,7 +65,7 @@ struct ChaosTests {
 
         // UDP only. With [mqtt] configured, an opening whose UDP trigger reached the ESP32 but
         // every answer was lost would fall back to MQTT and activate the relay a second time,
-        // legitimately under SPEC §2 (no evidence came back): that would hide the invariant
+        // legitimately under docs/CONTRACT.md#one-opening (no evidence came back): that would hide the invariant
         // checked here, that gate itself never sends a trigger twice.
         let budget = Duration.seconds(2)
         let config = try TestConfig("""
@@ -82,7 +82,7 @@ struct ChaosTests {
         var walls: [Int32: [Duration]] = [:]
         var unpredicted = 0
         // 76 belongs here: when the link loses or delays the `1` and delivers the `0`, gate sees
-        // a release before any activation, which SPEC §1/§2 make invalidResponse (README: "a `0`
+        // a release before any activation, which docs/CONTRACT.md#protocol and #one-opening make invalidResponse (README: "a `0`
         // before any `1` … is invalidResponse"). The relay never changes a byte, so 76 must
         // come exactly when that happened, which `expectedExit` checks for every opening.
         // Never 69 here: every opening's trigger leaves, so the relay may have cycled.

@@ -43,7 +43,7 @@ private func gatePath() throws -> String { try GateRunner.binary().path }
 private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// The MQTT password in a real Secret Service (gnome-keyring on a private session bus), used
-/// by a real `gate` against a real TLS + password broker (SPEC §5, issue 5).
+/// by a real `gate` against a real TLS + password broker (docs/CONTRACT.md#secrets, issue 5).
 @Suite("gate secret and the Secret Service", .serialized)
 struct GateSecretTests {
     @Test("gate secret set from stdin; secret-tool finds the same entry; a TLS + password opening uses it")

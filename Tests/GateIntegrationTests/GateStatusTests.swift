@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import GateTestSupport
 
-/// `gate status` and `--watch` against real openings of the real simulator (SPEC §3, §6).
+/// `gate status` and `--watch` against real openings of the real simulator (docs/CONTRACT.md#commands, #runtime-files).
 @Suite("gate status", .serialized)
 struct GateStatusTests {
     @Test("No status file yet: ready, nothing last")

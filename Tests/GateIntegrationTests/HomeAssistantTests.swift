@@ -5,7 +5,7 @@ import GateTestSupport
 import Glibc
 #endif
 
-// SPEC §9 against a real loopback mosquitto, the simulator and `gate daemon`: what a
+// docs/CONTRACT.md#home-assistant against a real loopback mosquitto, the simulator and `gate daemon`: what a
 // Home Assistant would see on the broker, and what its button does.
 
 private let command = "gate/garden_gate/open"
@@ -20,7 +20,7 @@ private let configTopics = [
 
 private let device = #""device":{"identifiers":["gate_garden_gate"],"name":"Garden gate","manufacturer":"gate","model":"ESP32 relay (UDP, MQTT)","sw_version":"0.1.0"},"origin":{"name":"gate","sw_version":"0.1.0"}"#
 private let availabilityMembers = #""availability_topic":"gate/garden_gate/availability","payload_available":"online","payload_not_available":"offline""#
-/// The exact retained discovery configs (SPEC §9), by topic.
+/// The exact retained discovery configs (docs/CONTRACT.md#home-assistant), by topic.
 private let expectedConfigs = [
     configTopics[0]: #"{"name":"Open","unique_id":"garden_gate_open","object_id":"garden_gate_open","command_topic":"gate/garden_gate/open","payload_press":"PRESS","retain":false,"qos":0,"icon":"mdi:gate-open",\#(availabilityMembers),\#(device)}"#,
     configTopics[1]: #"{"name":"Relay","unique_id":"garden_gate_relay","object_id":"garden_gate_relay","state_topic":"iot/house/gate/esp32/status","payload_on":"1","payload_off":"0","icon":"mdi:electric-switch",\#(availabilityMembers),\#(device)}"#,
@@ -46,7 +46,7 @@ private func haConfig(sim: Simulator, broker: MosquittoBroker, cooldown: Double,
 }
 
 extension DaemonTests {
-    @Suite("Home Assistant over MQTT discovery (SPEC §9)")
+    @Suite("Home Assistant over MQTT discovery (docs/CONTRACT.md#home-assistant)")
     struct HomeAssistant {
         @Test("A retained command, left before the start or published while subscribed, never triggers; the discovery configs are retained and exact; online")
         func retainedCommandAndDiscovery() throws {

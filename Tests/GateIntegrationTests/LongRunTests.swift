@@ -152,4 +152,38 @@ struct LongRunTests {
         daemon.send(SIGKILL)
         _ = daemon.waitForExit()
     }
+
+    @Test("A blackholed broker leaves no thread behind per press: the daemon's fresh connection is bounded by the budget")
+    func blackholedBrokerLeavesNoThreads() throws {
+        let blackhole = try BlackholedTCPPort()
+        // MQTT only, so that every press goes to the broker; the link's own connection
+        // hangs as well (one thread, whatever the number of presses).
+        let config = try TestConfig(daemonConfigText(udpPort: nil, mqttPort: blackhole.port, extra: """
+            [runtime]
+            cooldown = 0
+            reset_delay = 0.1
+            """ + "\n").replacingOccurrences(of: "port = \(blackhole.port)\n", with: "port = \(blackhole.port)\ntimeout = 1.0\n"))
+        let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
+        try daemon.waitForReady()
+        daemon.waitForSettling()
+        func threads() -> Int {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task").count) ?? -1
+        }
+        let presses = 6
+        var before = 0
+        for number in 0..<presses {
+            let edge = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: edge), "\(daemon.log)")
+            // After the first press: the concurrency runtime's own threads are up by then.
+            if number == 0 { before = threads() }
+        }
+        Thread.sleep(forTimeInterval: 1)
+        let after = threads()
+        let outcomes = daemon.logLines(containing: "source=button", " outcome=", "duration_ms=")
+        #expect(outcomes.count == presses, "\(daemon.log)")
+        #expect(outcomes.allSatisfy { $0.contains("outcome=error") }, "\(outcomes)")
+        // Without a bound, each press leaves a thread in connect(2) for about two minutes.
+        #expect(after - before <= 1, "threads \(before) -> \(after) over \(presses - 1) presses\n\(daemon.log)")
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
 }

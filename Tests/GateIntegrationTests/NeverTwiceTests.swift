@@ -5,7 +5,7 @@ import GateTestSupport
 import Glibc
 #endif
 
-/// "Never trigger twice" and the evidence behind it (SPEC §2 "Evidence and time", the exit
+/// "Never trigger twice" and the evidence behind it (docs/CONTRACT.md#evidence-and-time, the exit
 /// code table): seven ways the relay could be triggered twice, a busy relay triggered, a
 /// cooldown lost, or a script told "safe to retry" (69) after a trigger left the machine.
 /// Black-box: the real `gate` and `esp32-sim`, a real mosquitto, loopback only.

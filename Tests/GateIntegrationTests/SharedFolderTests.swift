@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The runtime and state folders are shared by every member of group `gate`, so nothing
-/// in them is trusted (SPEC §6). Each test plants what a hostile member could plant and
+/// in them is trusted (docs/CONTRACT.md#runtime-files). Each test plants what a hostile member could plant and
 /// runs the real `gate` binary against it.
 @Suite("Shared folders: nothing in them is trusted", .serialized)
 struct SharedFolderTests {

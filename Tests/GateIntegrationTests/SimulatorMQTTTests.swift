@@ -5,7 +5,7 @@ import GateTestSupport
 import Glibc
 #endif
 
-/// The simulator's MQTT side against sections 1 and 8 of SPEC.md, with a real mosquitto
+/// The simulator's MQTT side against docs/CONTRACT.md#protocol and #the-relay-simulator, with a real mosquitto
 /// broker and real mosquitto_pub/mosquitto_sub. Timing checks are lower bounds only.
 @Suite(.serialized)
 struct SimulatorMQTTTests {

@@ -5,7 +5,7 @@ import GateTestSupport
 import Glibc
 #endif
 
-/// The simulator against section 1 and 8 of SPEC.md, over real sockets. Timing checks are
+/// The simulator against docs/CONTRACT.md#protocol and #the-relay-simulator, over real sockets. Timing checks are
 /// lower bounds only ("at least the hold"); windows for "nothing arrives" are generous.
 @Suite(.serialized)
 struct SimulatorTests {

@@ -5,10 +5,10 @@ import Synchronization
 import Testing
 
 /// The one opening pipeline, in process, with scripted adapters and a clock moved by
-/// hand: one test per rule of SPEC §2 "Evidence and time", and the exit-code line
+/// hand: one test per rule of docs/CONTRACT.md#evidence-and-time, and the exit-code line
 /// between 69 and 124. What each scripted adapter really sent through the permit is
 /// checked beside what the result says.
-@Suite("OpeningPipeline: SPEC §2 'Evidence and time', in process")
+@Suite("OpeningPipeline: docs/CONTRACT.md#evidence-and-time, in process")
 struct OpeningPipelineTests {
     private static let activated = ScriptedAdapter.Step.report(.relay(.activated))
     private static let released = ScriptedAdapter.Step.report(.relay(.released))

@@ -2,7 +2,7 @@ import GateCore
 import Testing
 @testable import GateSystem
 
-/// Log lines carry text from the shared files (SPEC §6, §7): nothing in a value may end
+/// Log lines carry text from the shared files (docs/CONTRACT.md#runtime-files, #logging): nothing in a value may end
 /// the line, forge another one, or reach the terminal as a control sequence.
 @Suite("Log values and wall-clock times from shared files")
 struct SharedTextLoggingTests {
@@ -19,7 +19,7 @@ struct SharedTextLoggingTests {
         (#"back\slash"#, #""back\\slash""#),
     ])
     func quoting(value: String, quoted: String) {
-        #expect(StderrLogHandler.quoted(value) == quoted)
+        #expect(GateLogLine.quoted(value) == quoted)
     }
 
     @Test("Wall-clock times beyond Int64 nanoseconds are invalid, never a trap")

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Plumbing
 import Testing
 @testable import GateSystem
 

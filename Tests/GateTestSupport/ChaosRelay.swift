@@ -32,7 +32,7 @@ public final class ChaosRelay: @unchecked Sendable {
         public var reorder = 0.25
         public var duplicate = 0.10
         /// The largest extra delay of a duplicate. Keep it below the simulator's hold: a copy
-        /// of a trigger then arrives while the relay is held and is ignored (SPEC §8), as the
+        /// of a trigger then arrives while the relay is held and is ignored (docs/CONTRACT.md#the-relay-simulator), as the
         /// real ESP32 does; the invariant under test is that gate never *sends* twice.
         public var duplicateLag = Duration.milliseconds(10)
 
@@ -396,7 +396,7 @@ public final class ChaosRelay: @unchecked Sendable {
 }
 
 extension ChaosRelay.Session {
-    /// What gate must have concluded from what reached it (SPEC §1, §2), or nil when a
+    /// What gate must have concluded from what reached it (docs/CONTRACT.md#protocol, #one-opening), or nil when a
     /// deciding datagram came so close to gate's budget that either side of it is possible.
     ///
     /// Gate started its budget a little before the relay saw the trigger, so a datagram
@@ -406,7 +406,7 @@ extension ChaosRelay.Session {
         var activated = false
         for delivery in toGate {
             // Just after the budget a byte may still be read: gate drains what has
-            // arrived before it concludes "no answer" (SPEC §2: arrival time counts).
+            // arrived before it concludes "no answer" (docs/CONTRACT.md#evidence-and-time: arrival time counts).
             if delivery.at > budget + margin { break }
             let certain = delivery.at <= budget - margin
             for byte in delivery.bytes {

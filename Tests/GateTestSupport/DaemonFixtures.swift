@@ -6,7 +6,7 @@ import Glibc
 // What the daemon tests read and write besides the daemon process itself: the runtime
 // files, configurations, and a stand-in for systemd's notification socket.
 
-/// Reading what the daemon and `gate open` leave behind (SPEC §6).
+/// Reading what the daemon and `gate open` leave behind (docs/CONTRACT.md#runtime-files).
 public enum DaemonFiles {
     public static func status(runtimeDirectory: String) -> [String: Any]? {
         guard let data = FileManager.default.contents(atPath: runtimeDirectory + "/status.json"),

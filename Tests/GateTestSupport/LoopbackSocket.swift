@@ -94,7 +94,7 @@ public final class LoopbackSocket: @unchecked Sendable {
             }
         }
 
-        public func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
+        public func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
             var storage = sockaddr_storage()
             let length: socklen_t
             if isIPv6 {
@@ -167,7 +167,7 @@ public final class LoopbackSocket: @unchecked Sendable {
                     throw Failure("setsockopt SO_REUSEADDR")
                 }
             }
-            guard local.withSockAddr({ bind(fd, $0, $1) }) == 0 else { throw Failure("bind \(local)") }
+            guard local.withSockaddr({ bind(fd, $0, $1) }) == 0 else { throw Failure("bind \(local)") }
             if let backlog {
                 guard Glibc.listen(fd, backlog) == 0 else { throw Failure("listen \(local)") }
             }
@@ -182,7 +182,7 @@ public final class LoopbackSocket: @unchecked Sendable {
     public static func connectedDescriptor(_ kind: Kind, to peer: Address) throws -> Int32 {
         let fd = socket(peer.family, kind.type | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure("socket") }
-        guard peer.withSockAddr({ Glibc.connect(fd, $0, $1) }) == 0 else {
+        guard peer.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 else {
             let failure = Failure("connect \(peer)")
             close(fd)
             throw failure
@@ -206,14 +206,14 @@ public final class LoopbackSocket: @unchecked Sendable {
     /// Connects this socket to `peer` (UDP: only its datagrams are received, and ICMP
     /// errors are reported).
     public func connect(to peer: Address) throws {
-        guard peer.withSockAddr({ Glibc.connect(fd, $0, $1) }) == 0 else { throw Failure("connect \(peer)") }
+        guard peer.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 else { throw Failure("connect \(peer)") }
     }
 
     /// Sends `bytes` whole, to `peer` (UDP) or on the connection (nil).
     public func send(_ bytes: [UInt8], to peer: Address? = nil) throws {
         let sent: Int
         if let peer {
-            sent = peer.withSockAddr { name, length in
+            sent = peer.withSockaddr { name, length in
                 bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), name, length) }
             }
         } else {

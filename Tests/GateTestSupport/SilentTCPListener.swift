@@ -29,3 +29,28 @@ extension SilentTCPListener {
         }.start()
     }
 }
+
+/// A TCP port on loopback that drops every new connection attempt, as a broker behind a
+/// firewall or a host that went away does: its accept queue (backlog 0) is filled by one
+/// connection nobody accepts, and the kernel then drops further SYNs, so a blocking
+/// `connect(2)` to it waits until the kernel gives up (about two minutes).
+public final class BlackholedTCPPort {
+    public let listener: LoopbackSocket
+    private let filler: Int32
+    public var port: UInt16 { listener.port }
+
+    public init() throws {
+        listener = try LoopbackSocket(.tcp, listen: 0)
+        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard filler >= 0 else { throw LoopbackSocket.Failure("socket") }
+        let address = try LoopbackSocket.Address(host: "127.0.0.1", port: listener.port)
+        guard address.withSockaddr({ Glibc.connect(filler, $0, $1) }) == 0 else {
+            close(filler)
+            throw LoopbackSocket.Failure("connect to fill the accept queue of port \(listener.port)")
+        }
+    }
+
+    deinit {
+        close(filler)
+    }
+}

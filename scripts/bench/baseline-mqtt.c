@@ -1,4 +1,4 @@
-/* The MQTT baseline for scripts/bench: the correct exchange of SPEC §1 in C on
+/* The MQTT baseline for scripts/bench: the correct exchange of docs/CONTRACT.md#protocol in C on
  * libmosquitto, as gate does it, with the network loop on the calling thread:
  * connect (MQTT 3.1.1, keep-alive 60, client id bench-XXXXXXXX), subscribe to
  * the status topic at QoS 0, wait for the SUBACK, publish the trigger (Unix time,

@@ -91,15 +91,17 @@ wait_for_start() {
 #                              the 600 KB of exported names were read at every
 #                              dlopen (libmosquitto, libssl, libcrypto resolve each
 #                              symbol in the executable first) and kept resident.
-#   -function-sections and --symbol-ordering-file=symbol-order.txt
+#   -function-sections and --symbol-ordering-file=SCRATCH/symbol-order.txt
 #                              the functions that common runs execute (the list is
-#                              made by scripts/symbol-order under callgrind) placed
+#                              made at build time by scripts/symbol-order SCRATCH,
+#                              under callgrind, from this same build) placed
 #                              together: this kernel maps code in 64 KB fault-around
 #                              windows, so scattered hot code kept whole windows
 #                              resident. Daemon idle RSS 14.2 -> 11.4 MB, gate open
 #                              13.2 -> 10.0 MB. Names the list has but the code no
 #                              longer has are ignored (--no-warn-symbol-ordering).
-#                              GATE_NO_SYMBOL_ORDER=1 builds without the list.
+#                              GATE_NO_SYMBOL_ORDER=1 builds without the list; so
+#                              does a scratch folder that has none yet.
 # The linker finds libstdc++.a through a one-line linker script named
 # libstdc++.so in a folder searched before the compiler's own.
 set_release_build() {
@@ -114,7 +116,7 @@ set_release_build() {
         -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic
         -Xswiftc -Xfrontend -Xswiftc -function-sections)
     local order
-    order="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/symbol-order.txt"
+    order="$(cd "$scratch" && pwd)/symbol-order.txt"
     if [ -z "${GATE_NO_SYMBOL_ORDER:-}" ] && [ -f "$order" ]; then
         RELEASE_BUILD+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
     fi

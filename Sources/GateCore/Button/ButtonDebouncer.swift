@@ -1,4 +1,4 @@
-/// Turns the push button's raw edges into presses (SPEC §3 `gate daemon`, §4 `[button]`).
+/// Turns the push button's raw edges into presses (docs/CONTRACT.md#gate-daemon, docs/CONTRACT.md#configuration).
 ///
 /// Pure: edges (with the kernel's timestamp in nanoseconds) and timer expiries go
 /// in, presses and timer requests come out. The caller owns the one timer: an
@@ -18,7 +18,7 @@
 ///   line pressed or (after an even number of edges within 30 ms) released, and
 ///   whether or not the kernel reported some edge twice in a row;
 /// - the cost: no rejection of a lone noise spike. The internal pull-up, the
-///   opening lock and the cooldown (SPEC §2) bound what a spike can do.
+///   opening lock and the cooldown (docs/CONTRACT.md#cooldown) bound what a spike can do.
 ///
 /// The debouncer sees physical levels (the line is not requested ACTIVE_LOW) and
 /// maps them with `activeLow` itself, so a pipe of recorded kernel events and the
@@ -46,7 +46,7 @@ public struct ButtonDebouncer: Sendable, Hashable {
     }
 
     public struct Configuration: Sendable, Hashable {
-        /// Inputs settle this long after start (SPEC issue 6: 500 ms).
+        /// Inputs settle this long after start (docs/CONTRACT.md#gate-daemon: 500 ms).
         public static let settleNs: UInt64 = 500_000_000
 
         /// Pressed is the low level (button to ground with the pull-up).

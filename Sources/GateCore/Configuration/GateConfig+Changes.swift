@@ -1,7 +1,7 @@
 /// One key (or whole table) that differs between two configurations.
 ///
 /// It holds the key's TOML name and nothing of its value: the daemon logs these
-/// on every reload (SPEC §7), and a value such as a user name or a CA path has
+/// on every reload (docs/CONTRACT.md#logging), and a value such as a user name or a CA path has
 /// no place in an audit line that anyone with journal access can read.
 public struct ConfigChange: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable {
@@ -29,7 +29,7 @@ public struct ConfigChange: Sendable, Hashable, CustomStringConvertible {
 
 extension GateConfig {
     /// Every key whose value differs from `old`, in the order of the file
-    /// (SPEC §4): tables udp, mqtt, button, runtime, and their keys as written
+    /// (docs/CONTRACT.md#configuration): tables udp, mqtt, button, runtime, and their keys as written
     /// there. A table that only one side has is a single change for the table,
     /// since listing each of its keys would tell nothing more.
     ///

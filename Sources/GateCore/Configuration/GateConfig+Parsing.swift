@@ -1,5 +1,5 @@
 extension GateConfig {
-    /// Parses and validates a configuration file (SPEC §4).
+    /// Parses and validates a configuration file (docs/CONTRACT.md#configuration).
     ///
     /// Reports every problem it finds, sorted by line, so that one edit can
     /// fix them all. A TOML syntax error stops the parse: past it, the meaning
@@ -20,7 +20,7 @@ extension GateConfig {
     }
 }
 
-/// The tables of SPEC §4 and the keys each allows.
+/// The tables of docs/CONTRACT.md#configuration and the keys each allows.
 enum ConfigTable: String, CaseIterable {
     case udp, mqtt, button, runtime, homeassistant
 

@@ -89,7 +89,7 @@ extension ConfigValidator {
         )
     }
 
-    /// `[homeassistant]` (SPEC §9): only beside `[mqtt]`, whose link carries it.
+    /// `[homeassistant]` (docs/CONTRACT.md#home-assistant): only beside `[mqtt]`, whose link carries it.
     mutating func homeAssistantConfig() -> HomeAssistantConfig? {
         guard let tableLine = tableLines[.homeassistant] else { return nil }
         var valid = true

@@ -1,4 +1,4 @@
-/// The validated configuration of SPEC §4, with every default applied.
+/// The validated configuration (docs/CONTRACT.md#configuration), with every default applied.
 ///
 /// Values of this type only come out of `GateConfig.parse(toml:file:)`, which
 /// refuses anything that does not validate, so code that holds a `GateConfig`
@@ -8,7 +8,7 @@ public struct GateConfig: Sendable, Equatable {
     public var mqtt: MQTTConfig?
     public var button: ButtonConfig?
     public var runtime: RuntimeConfig
-    /// SPEC §9: only with `[mqtt]`, read by `gate daemon`.
+    /// docs/CONTRACT.md#home-assistant: only with `[mqtt]`, read by `gate daemon`.
     public var homeAssistant: HomeAssistantConfig?
 
     public init(
@@ -23,7 +23,7 @@ public struct GateConfig: Sendable, Equatable {
     }
 }
 
-/// The gate as one Home Assistant device over MQTT discovery (SPEC §9).
+/// The gate as one Home Assistant device over MQTT discovery (docs/CONTRACT.md#home-assistant).
 public struct HomeAssistantConfig: Sendable, Equatable {
     public static let defaultDiscoveryPrefix = "homeassistant"
     public static let defaultNodeID = "garden_gate"

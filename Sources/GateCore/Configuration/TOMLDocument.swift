@@ -40,7 +40,7 @@ public struct TOMLSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     }
 }
 
-/// The subset of TOML that a configuration file like SPEC §4 uses: tables,
+/// The subset of TOML that a configuration file like docs/CONTRACT.md#configuration uses: tables,
 /// keys (bare, quoted, dotted) and scalar values, each with its line.
 ///
 /// Arrays, inline tables, multi-line strings and dates are refused with a

@@ -25,7 +25,7 @@ public enum ConfigFacts: Sendable, Equatable {
 
 /// A folder `gate` writes to (the runtime folder, the state folder).
 public struct FolderFacts: Sendable, Hashable {
-    /// Which rule of SPEC §6 chose the folder.
+    /// Which rule of docs/CONTRACT.md#the-runtime-and-state-folders chose the folder.
     public enum Origin: Sendable, Hashable {
         /// An environment variable named it (`GATE_RUNTIME_DIR`).
         case environment(String)

@@ -16,7 +16,7 @@ public struct DoctorFinding: Sendable, Hashable {
     /// Why a failed check fails; decides the exit status of the whole run.
     public enum FailureKind: Sendable, Hashable {
         /// Something to change in the configuration (the file, or the password that
-        /// belongs to it: SPEC §5 calls a missing one the MQTT adapter's configuration problem).
+        /// belongs to it: docs/CONTRACT.md#secrets calls a missing one the MQTT adapter's configuration problem).
         case configuration
         /// Something the gate needs is not there or not usable (a folder, a network,
         /// the broker, the GPIO chip).

@@ -1,4 +1,4 @@
-/// The topics of the gate as a Home Assistant device (SPEC §9). Discovery configs
+/// The topics of the gate as a Home Assistant device (docs/CONTRACT.md#home-assistant). Discovery configs
 /// live under HA's prefix; the device's own topics under `gate/<node_id>/`.
 public struct HomeAssistantTopics: Sendable, Equatable {
     public let config: HomeAssistantConfig
@@ -50,7 +50,7 @@ public struct OutgoingMessage: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// HA's MQTT discovery messages for the gate: a button "Open", a binary_sensor
-/// "Relay" from the ESP32's own status topic, a sensor "Last opening" (SPEC §9).
+/// "Relay" from the ESP32's own status topic, a sensor "Last opening" (docs/CONTRACT.md#home-assistant).
 public struct HomeAssistantDiscovery: Sendable {
     public static let online = "online"
     public static let offline = "offline"

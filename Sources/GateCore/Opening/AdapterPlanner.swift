@@ -1,4 +1,4 @@
-/// Which adapters an opening tries, in which order, and why others are left out (SPEC §2).
+/// Which adapters an opening tries, in which order, and why others are left out (docs/CONTRACT.md#adapter-order).
 public enum AdapterSelection: String, Sendable, Hashable, CaseIterable {
     /// UDP when it can work, then MQTT.
     case auto
@@ -59,7 +59,7 @@ public struct AdapterPlan: Sendable, Hashable {
     /// The adapter forced with `--via`, if any.
     public var forced: AdapterKind?
 
-    /// Decides the adapter order of SPEC §2.
+    /// Decides the adapter order (docs/CONTRACT.md#adapter-order).
     ///
     /// - Parameter udpLink: where the ESP32's UDP address is when it is an IP literal;
     ///   `nil` for a host name, which the UDP attempt resolves within its own budget

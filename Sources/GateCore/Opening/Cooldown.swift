@@ -1,4 +1,4 @@
-/// The cooldown of SPEC §2: after a cycle ends, a new opening waits, so that a
+/// The cooldown (docs/CONTRACT.md#cooldown): after a cycle ends, a new opening waits, so that a
 /// double press cannot stop or reverse a toggle-type gate.
 public enum Cooldown {
     public enum Verdict: Sendable, Hashable {
@@ -20,7 +20,7 @@ public enum Cooldown {
 }
 
 /// Who holds the opening lock, as written into the lock file for the message
-/// of a refused opener (SPEC §6), and when the last opening ended (for the cooldown).
+/// of a refused opener (docs/CONTRACT.md#the-lock), and when the last opening ended (for the cooldown).
 public struct LockRecord: Sendable, Hashable {
     public var pid: Int32?
     public var source: String?
@@ -65,7 +65,7 @@ public struct LockRecord: Sendable, Hashable {
         } catch {
             return nil
         }
-        // The file is shared (SPEC §6): what only describes the holder is dropped when it
+        // The file is shared (docs/CONTRACT.md#shared-folders): what only describes the holder is dropped when it
         // is not what gate writes; the cooldown's instants are kept.
         if let pid, pid <= 0 { self.pid = nil }
         if let source, !SafeText.isLabel(source) { self.source = nil }

@@ -1,4 +1,4 @@
-/// The failures of SPEC §2, named as in the original design, with their exit codes.
+/// The failures of an opening, named as in the original design, with their exit codes (docs/CONTRACT.md#exit-codes).
 public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
     case configurationMissing
     case udpConnectionFailed
@@ -8,7 +8,7 @@ public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
     case operationInProgress
     case invalidResponse
 
-    /// The exit status of `gate open` for this error (SPEC §2); sysexits.h where one fits.
+    /// The exit status of `gate open` for this error (docs/CONTRACT.md#exit-codes); sysexits.h where one fits.
     public var exitCode: Int32 {
         switch self {
         case .allAdaptersFailed, .udpConnectionFailed, .mqttConnectionFailed: return ExitStatus.unavailable
@@ -39,7 +39,7 @@ public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Exit statuses shared by every command (SPEC §2).
+/// Exit statuses shared by every command (docs/CONTRACT.md#exit-codes).
 public enum ExitStatus {
     public static let success: Int32 = 0
     public static let usage: Int32 = 64          // EX_USAGE

@@ -47,7 +47,7 @@ public enum AdapterEvent: Sendable, Hashable {
     case deadlineReached
 }
 
-/// What came back outside the protocol (SPEC §1), as the decoders found it.
+/// What came back outside the protocol (docs/CONTRACT.md#protocol), as the decoders found it.
 public enum InvalidAnswer: Sendable, Hashable {
     case emptyDatagram
     /// A datagram byte other than `0x01`/`0x00`.
@@ -56,7 +56,7 @@ public enum InvalidAnswer: Sendable, Hashable {
     case unexpectedPayload([UInt8], count: Int, topic: String)
 }
 
-/// Why an adapter sent nothing although it could have (SPEC §2 "Evidence and time").
+/// Why an adapter sent nothing although it could have (docs/CONTRACT.md#evidence-and-time).
 public enum Withholding: Sendable, Hashable {
     /// The budget ended while this was still under way (resolving a name, connecting).
     case budgetSpent(during: String)

@@ -1,4 +1,4 @@
-/// Turns a payload on the status topic into a protocol event (SPEC §1):
+/// Turns a payload on the status topic into a protocol event (docs/CONTRACT.md#protocol-over-mqtt):
 /// `1` or `0`, surrounding white space trimmed; anything else is invalid.
 public enum MQTTStatusDecoder {
     public static func event(for payload: [UInt8], topic: String) -> AdapterEvent {

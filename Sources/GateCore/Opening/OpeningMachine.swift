@@ -1,4 +1,4 @@
-/// The complete-cycle state machine of SPEC §2 for one opening.
+/// The complete-cycle state machine for one opening (docs/CONTRACT.md#one-opening).
 ///
 /// A value type: the caller feeds it events, each stamped with the time it
 /// arrived (read from its socket, not dequeued), and performs the actions it
@@ -203,7 +203,7 @@ public struct OpeningMachine: Sendable {
             let budget = plan[index].budget
             switch event {
             case .sent, .relay(.activated), .withheld:
-                // A repeated `1` while the relay is held is harmless (SPEC §1).
+                // A repeated `1` while the relay is held is harmless (docs/CONTRACT.md#protocol-over-udp).
                 sent = sent || event == .sent
                 return []
             case .relay(.released) where now >= deadline, .deadlineReached:
@@ -294,7 +294,7 @@ public struct OpeningMachine: Sendable {
     private mutating func exhausted(now: MonotonicInstant) -> [Action] {
         // A trigger that left and was not refused at once by the network may have cycled
         // the relay: 124, which a script must not retry blindly. 69 only when nothing
-        // can have reached it (SPEC §2's exit-code table).
+        // can have reached it (docs/CONTRACT.md#exit-codes).
         if let unanswered = tried.last(where: { $0.triggerSent && $0.outcome != .unreachable }) {
             return finishFailed(error: .operationTimeout, adapter: unanswered.adapter, now: now)
         }

@@ -1,4 +1,4 @@
-/// Follows relay cycles that the daemon only sees on the status topic (SPEC §3:
+/// Follows relay cycles that the daemon only sees on the status topic (docs/CONTRACT.md#gate-daemon:
 /// the phone app opened the gate), so that they appear in the status file and the
 /// history with `source: "elsewhere"`.
 ///
@@ -13,7 +13,7 @@
 ///   opening (or of one that started before the daemon) and means nothing.
 /// - A cycle whose `0` does not come within `releaseBudget` ends as a timeout, as
 ///   an opening's would: the relay's release was never reported.
-/// - A repeated `1` is harmless (SPEC §1); an invalid payload is reported and
+/// - A repeated `1` is harmless (docs/CONTRACT.md#protocol-over-mqtt); an invalid payload is reported and
 ///   ends nothing.
 public struct RelayObserver: Sendable, Hashable {
     public enum Report: Sendable, Hashable {
@@ -40,7 +40,7 @@ public struct RelayObserver: Sendable, Hashable {
     }
 
     /// How long a `1` without its `0` counts as a held relay: the daemon's `elsewhere`
-    /// cycle keeps the opening lock, and openers refuse a busy relay (SPEC §2), at most
+    /// cycle keeps the opening lock, and openers refuse a busy relay (docs/CONTRACT.md#evidence-and-time), at most
     /// this long after the `1`, never the whole MQTT budget.
     ///
     /// The ESP32 holds the relay 400 ms and publishes its `0` at once; 1.5 s leaves

@@ -1,4 +1,4 @@
-/// Turns datagrams from the ESP32 into protocol events (SPEC §1).
+/// Turns datagrams from the ESP32 into protocol events (docs/CONTRACT.md#protocol-over-udp).
 ///
 /// Bytes are read in order, whether `0x01 0x00` arrive as one datagram or two.
 /// Everything is reported, including bytes after a release: it is the state

@@ -1,4 +1,4 @@
-/// One line of `history.jsonl` (SPEC §6): one finished opening.
+/// One line of `history.jsonl` (docs/CONTRACT.md#the-history): one finished opening.
 ///
 /// The file is appended to by every member of group `gate`, so a line is an entry only
 /// when every member is what gate writes: a real time (`WallTime`), labels

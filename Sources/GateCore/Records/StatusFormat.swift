@@ -1,12 +1,12 @@
 /// How `gate status` prints a record: for people, for scripts, and for the
-/// desktop panels that show the gate (SPEC §3).
+/// desktop panels that show the gate (docs/CONTRACT.md#gate-status).
 ///
 /// `render` gives what one run prints; `renderUpdate` gives one `--watch` update.
 /// Every update is a single line, because each panel below reads a stream line by
 /// line. Per format, what the panel expects:
 ///
 /// - `text`: one sentence, e.g. `ready (last: success via udp, 412 ms, 10:00:01)`.
-/// - `json`: the effective record as in `status.json` (SPEC §6), one line.
+/// - `json`: the effective record as in `status.json` (docs/CONTRACT.md#the-status-file), one line.
 /// - `waybar`: a custom module with `"return-type": "json"`; one object per line with
 ///   `text`, `tooltip`, `class` (`ready`, `busy`, `failed`, `interrupted`) and `alt`
 ///   (the state, for `format-icons`). Waybar renders text and tooltip as Pango markup,

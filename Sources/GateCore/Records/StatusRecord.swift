@@ -1,4 +1,4 @@
-/// The content of `status.json` (SPEC §6): the gate's state as every reader sees it.
+/// The content of `status.json` (docs/CONTRACT.md#the-status-file): the gate's state as every reader sees it.
 public struct StatusRecord: Sendable, Hashable {
     /// The outcome of the last finished opening, as the status file and widgets show it.
     public enum LastOutcome: String, Sendable, Hashable {
@@ -48,7 +48,7 @@ public struct StatusRecord: Sendable, Hashable {
     }
 
     /// The record in a status file's JSON (`JSONValue.parse`); `nil` when a member of
-    /// SPEC §6 is missing or of the wrong type. Members it does not know are ignored.
+    /// docs/CONTRACT.md#the-status-file is missing or of the wrong type. Members it does not know are ignored.
     public init?(json: JSONValue) {
         do {
             guard let state = GateState(rawValue: try json.requiredString("state")) else { return nil }
@@ -70,7 +70,7 @@ public struct StatusRecord: Sendable, Hashable {
         guard isPlausible else { return nil }
     }
 
-    /// Whether every member is what gate writes (SPEC §6: the file is shared, so it is not
+    /// Whether every member is what gate writes (docs/CONTRACT.md#shared-folders: the file is shared, so it is not
     /// trusted): real times within `WallTime.years`, labels (`SafeText.isLabel`), a
     /// positive pid.
     var isPlausible: Bool {
@@ -79,7 +79,7 @@ public struct StatusRecord: Sendable, Hashable {
             && (pid.map { $0 > 0 } ?? true)
     }
 
-    /// What a reader should show (SPEC §6): `timeout`/`error` past `reset_at` are
+    /// What a reader should show (docs/CONTRACT.md#the-status-file): `timeout`/`error` past `reset_at` are
     /// `ready`, and an opening whose lock is no longer held was interrupted.
     ///
     /// - Parameters:
@@ -125,7 +125,7 @@ public struct StatusRecord: Sendable, Hashable {
         return shown
     }
 
-    /// The object written to `status.json`, keys in the order of SPEC §6.
+    /// The object written to `status.json`, keys in the order of docs/CONTRACT.md#the-status-file.
     public var json: JSONValue {
         .object([
             ("state", .string(state.rawValue)),

@@ -1,4 +1,4 @@
-/// The wall-clock timestamps of the shared files (SPEC §6), `2026-11-21T10:00:00.123Z`,
+/// The wall-clock timestamps of the shared files (docs/CONTRACT.md#runtime-files), `2026-11-21T10:00:00.123Z`,
 /// read back without trusting them: a time that is not a real date, or that does not
 /// fit in `Int64` nanoseconds since the epoch (1970 to 2262), is invalid, never a crash.
 public enum WallTime {

@@ -97,7 +97,7 @@ extension JSONValue {
 }
 
 extension OpeningResult {
-    /// The object of SPEC §3 printed by `gate open --json`.
+    /// The object printed by `gate open --json` (docs/CONTRACT.md#the-json-result).
     public var json: JSONValue {
         .object([
             ("outcome", .string(outcome.rawValue)),

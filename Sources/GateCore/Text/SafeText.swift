@@ -1,4 +1,4 @@
-/// Text from the shared folders (SPEC §6) on its way to a terminal or a log line.
+/// Text from the shared folders (docs/CONTRACT.md#shared-folders) on its way to a terminal or a log line.
 ///
 /// Every member of group `gate` can write `lock`, `status.json` and `history.jsonl`,
 /// so their strings are validated when read (`isLabel`) and escaped when shown

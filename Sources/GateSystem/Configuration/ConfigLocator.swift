@@ -4,8 +4,9 @@ import Glibc
 import Musl
 #endif
 import GateCore
+import Plumbing
 
-/// Finds the configuration file in the order of SPEC §4 and loads it.
+/// Finds the configuration file in the order of docs/CONTRACT.md#configuration and loads it.
 public struct ConfigLocator: Sendable {
     /// Where the file came from, for messages.
     public enum Origin: String, Sendable {
@@ -157,9 +158,8 @@ public enum FileBytes {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let count = Glibc.read(fd, &chunk, chunk.count)
+            let count = retryingOnInterrupt { Glibc.read(fd, &chunk, chunk.count) }
             if count < 0 {
-                if errno == EINTR { continue }
                 return .failure(SystemError("read"))
             }
             if count == 0 { break }

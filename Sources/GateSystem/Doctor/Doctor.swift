@@ -3,6 +3,7 @@ import Glibc
 #endif
 import GateCore
 import Logging
+import Plumbing
 
 /// `gate doctor`: every check in `DoctorCheck` order, each run even when an
 /// earlier one failed, unless it needs what that one would have provided (no

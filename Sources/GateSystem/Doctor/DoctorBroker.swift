@@ -6,7 +6,7 @@ import Musl
 import GateCore
 import Mosquitto
 import Synchronization
-import Threading
+import Plumbing
 
 /// `gate doctor`'s two looks at the broker, each bounded by `mqtt.timeout`: a bare
 /// TCP connection, then an MQTT CONNECT (TLS when configured) up to the CONNACK.
@@ -21,20 +21,15 @@ public enum DoctorBroker {
         }
         let started = MonotonicClock.now()
         let deadline = started + .seconds(fromConfig: mqtt.timeout)
-        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return .failed(SystemError("socket").description) }
-        defer { close(fd) }
-        let status = address.withSockAddr { Glibc.connect(fd, $0, $1) }
-        if status != 0 {
-            guard errno == EINPROGRESS else { return .failed(SystemError("connect").description) }
-            // Nonblocking, so that a host that drops packets cannot hold the doctor past the budget.
-            guard wait(for: fd, events: Int16(POLLOUT), until: deadline) else { return .noAnswer }
-            var code: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return .failed(SystemError("getsockopt").description) }
-            if code != 0 { return .failed(SystemError("connect", code: code).description) }
+        switch TCPConnect.open(to: address, until: deadline.nanoseconds) {
+        case .success(let fd):
+            close(fd)
+            return .connected(MonotonicClock.now().duration(since: started))
+        case .failure(.timedOut):
+            return .noAnswer
+        case .failure(.failed(let error)):
+            return .failed(error.description)
         }
-        return .connected(MonotonicClock.now().duration(since: started))
     }
 
     /// Logs in as an opening would (same TLS settings, user and password) and
@@ -53,29 +48,17 @@ public enum DoctorBroker {
         }
         // libmosquitto's connect blocks (DNS, TCP, TLS handshake) on the probe's thread;
         // past the budget that thread is left behind and the answer is "no answer".
-        if !wait(for: probe.settled.fd, events: Int16(POLLIN), until: deadline) {
+        if !probe.settled.wait(until: deadline.nanoseconds) {
             probe.settle(.noAnswer)
         }
         // Let the thread say goodbye to the broker (DISCONNECT), briefly; one still stuck
         // inside libmosquitto's connect has nothing to say and is not waited for.
         if probe.isPastConnect {
-            _ = wait(for: probe.finished.fd, events: Int16(POLLIN), until: MonotonicClock.now() + .milliseconds(500))
+            _ = probe.finished.wait(until: (MonotonicClock.now() + .milliseconds(500)).nanoseconds)
         }
         return probe.outcome ?? .noAnswer
     }
 
-    /// Polls one descriptor until it is ready or the deadline passes (false then).
-    static func wait(for fd: Int32, events: Int16, until deadline: MonotonicInstant) -> Bool {
-        while true {
-            let now = MonotonicClock.now()
-            guard now < deadline else { return false }
-            let timeoutMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            var fds = [pollfd(fd: fd, events: events, revents: 0)]
-            let ready = poll(&fds, 1, timeoutMs)
-            if ready < 0, errno == EINTR { continue }
-            return ready > 0
-        }
-    }
 }
 
 /// One CONNECT and its CONNACK, from the thread that owns the client.
@@ -142,8 +125,7 @@ final class BrokerProbe: Sendable {
             return
         }
         // The budget is the caller's: it settles `.noAnswer` when it gives up, which ends this wait.
-        var fds = [pollfd(fd: settled.fd, events: Int16(POLLIN), revents: 0)]
-        while poll(&fds, 1, -1) < 0, errno == EINTR {}
+        _ = settled.wait(until: nil)
         client.disconnect()
         client.stopLoop(force: false)
     }

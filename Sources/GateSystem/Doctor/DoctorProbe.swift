@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import GateCore
+import Plumbing
 
 /// What `gate doctor` reads from this machine (files, folders, interfaces, the
 /// password sources), as the plain facts that `DoctorVerdict` judges. Nothing here

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Threading
+import Plumbing
 
 /// Reports changes to some files of one folder (inotify), for the daemon's config
 /// reload and status keeper. The folder is watched rather than the files: editors
@@ -72,15 +72,12 @@ public final class FileChangeWatch: Sendable {
         // Room for many events with names up to NAME_MAX.
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            if poll(&fds, 2, -1) < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            guard case .success = Poll.wait(&fds, until: nil) else { return }
             if fds[1].revents != 0 { return }
             guard fds[0].revents & Int16(POLLIN) != 0 else { return }
-            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) } }
             if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == EAGAIN { continue }
                 return
             }
             if matches(buffer[0..<count], names: names) { continuation.yield(()) }

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 
-/// One line per opening in `history.jsonl` (SPEC §6), bounded in size: past
+/// One line per opening in `history.jsonl` (docs/CONTRACT.md#the-history), bounded in size: past
 /// `maximumBytes` the newest entries that fit in half of it are kept. Written by the
 /// lock holder only, so appends and trims never race each other.
 ///

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 
-/// Where the lock, the status file and the history live (SPEC §6).
+/// Where the lock, the status file and the history live (docs/CONTRACT.md#the-runtime-and-state-folders).
 public struct RuntimePaths: Sendable, Hashable {
     /// Holds `lock` and `status.json`, shared by the service, shell users and widgets.
     public var runtimeDirectory: String
@@ -27,7 +28,7 @@ public struct RuntimePaths: Sendable, Hashable {
     /// (`~/.local/state/gate`).
     ///
     /// A `/run/gate` that exists but that this account cannot use (not in group `gate`,
-    /// or not logged in again since joining it) is an error (SPEC §6): a private lock
+    /// or not logged in again since joining it) is an error (docs/CONTRACT.md#the-runtime-and-state-folders): a private lock
     /// beside the service's would let two openings run at once.
     public static func resolve(environment: [String: String] = ProcessEnvironment.current()) -> Result<RuntimePaths, RuntimePathError> {
         let runtime: String

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 
 /// Why a file in a shared folder cannot be used, worded as a sentence that names it:
 /// `cannot use /run/gate/status.json: it is a FIFO, not a regular file`.
@@ -45,7 +46,7 @@ public struct SharedFileError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 /// The one way into the files of the shared folders, `/run/gate` and `/var/lib/gate`
-/// (SPEC §6). Every member of group `gate` can create, delete and rename entries
+/// (docs/CONTRACT.md#shared-folders). Every member of group `gate` can create, delete and rename entries
 /// there, so nothing in them is trusted:
 ///
 /// - no symbolic link is followed (`O_NOFOLLOW`), and only regular files are used
@@ -154,9 +155,8 @@ public enum SharedFile {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: min(limit + 1, 16 * 1024))
         while true {
-            let count = Glibc.read(fd, &chunk, chunk.count)
+            let count = retryingOnInterrupt { Glibc.read(fd, &chunk, chunk.count) }
             if count < 0 {
-                if errno == EINTR { continue }
                 return .failure(SharedFileError(path: path, problem: .system(SystemError("read"))))
             }
             if count == 0 { return .success(bytes) }
@@ -181,9 +181,10 @@ public enum SharedFile {
             let start = max(0, end - chunkSize)
             var filled = 0
             while start + filled < end {
-                let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, end - start - filled, off_t(start + filled)) }
+                let count = buffer.withUnsafeMutableBytes { raw in
+                    retryingOnInterrupt { pread(fd, raw.baseAddress! + filled, end - start - filled, off_t(start + filled)) }
+                }
                 if count < 0 {
-                    if errno == EINTR { continue }
                     return SharedFileError(path: path, problem: .system(SystemError("read")))
                 }
                 // The file shrank under us: what is there is all there is.
@@ -265,16 +266,7 @@ public enum SharedFile {
 
     /// Writes every byte (retrying short writes and EINTR).
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) -> SharedFileError? {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return SharedFileError(path: path, problem: .system(SystemError("write")))
-            }
-            offset += written
-        }
-        return nil
+        Descriptor.writeAll(fd, bytes).map { SharedFileError(path: path, problem: .system($0)) }
     }
 
     /// "a FIFO", "a symbolic link"…, or nil for a regular file.

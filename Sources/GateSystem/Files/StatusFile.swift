@@ -3,7 +3,7 @@ import Glibc
 #endif
 import GateCore
 
-/// `status.json`, replaced atomically on every change (SPEC §6): written to a
+/// `status.json`, replaced atomically on every change (docs/CONTRACT.md#the-status-file): written to a
 /// temporary file in the same folder, fsynced, renamed over the old one. A reader
 /// sees the old file or the new one, never a torn one.
 ///
@@ -37,7 +37,7 @@ public enum StatusFile {
         return record
     }
 
-    /// What readers show: the rules of SPEC §6 applied to the file and the lock; an
+    /// What readers show: the rules of docs/CONTRACT.md#the-status-file applied to the file and the lock; an
     /// error when the file cannot be used.
     public static func effective(paths: RuntimePaths, now: String = WallClock.iso8601()) -> Result<StatusRecord, SharedFileError> {
         load(paths.statusFile).map { record in

@@ -2,9 +2,10 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 
 /// `gate status --watch`: the state at once, then one line per change, for as long
-/// as someone reads it (SPEC §3).
+/// as someone reads it (docs/CONTRACT.md#gate-status).
 ///
 /// Changes come from inotify on the runtime folder, not on `status.json`: the file
 /// is replaced by rename, and a watch on the file would follow the old inode away.
@@ -75,7 +76,7 @@ public final class StatusWatcher {
 
     // MARK: state
 
-    /// The effective record (SPEC §6); ready when there is no status file; an error when
+    /// The effective record (docs/CONTRACT.md#the-status-file); ready when there is no status file; an error when
     /// the file cannot be used (a FIFO, a link…).
     private func current() -> Result<StatusRecord, SharedFileError> {
         let now = WallClock.iso8601()
@@ -120,18 +121,8 @@ public final class StatusWatcher {
 
     /// Writes the line with write(2): nothing waits in a buffer while the panel does.
     private func emit(_ line: String) -> End? {
-        let bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                return code == EPIPE ? .readerGone : .failed(SystemError("write to standard output", code: code))
-            }
-            offset += written
-        }
-        return nil
+        guard let failure = Descriptor.writeAll(STDOUT_FILENO, Array((line + "\n").utf8)) else { return nil }
+        return failure.code == EPIPE ? .readerGone : .failed(SystemError("write to standard output", code: failure.code))
     }
 
     // MARK: inotify
@@ -172,11 +163,10 @@ public final class StatusWatcher {
             pollfd(fd: STDOUT_FILENO, events: 0, revents: 0),
         ]
         while true {
-            let left = deadline.map { Int32(clamping: $0.duration(since: MonotonicClock.now()).milliseconds) } ?? -1
-            let ready = poll(&fds, nfds_t(fds.count), left)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return .failed(SystemError("poll"))
+            let ready: Int
+            switch Poll.wait(&fds, until: deadline?.nanoseconds) {
+            case .success(let count): ready = count
+            case .failure(let error): return .failed(error)
             }
             if ready == 0 { return nil }
             if fds[1].revents & Int16(POLLERR | POLLHUP) != 0 { return .readerGone }
@@ -190,8 +180,7 @@ public final class StatusWatcher {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var relevant = false
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = buffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) } }
             guard count > 0 else { return relevant }
             var offset = 0
             while offset + headerSize <= count {

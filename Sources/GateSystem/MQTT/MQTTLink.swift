@@ -2,12 +2,12 @@
 import Glibc
 #endif
 import GateCore
-import Threading
+import Plumbing
 import Logging
 import Mosquitto
 import Synchronization
 
-/// The daemon's warm connection to the broker (SPEC §3 `gate daemon`): connected
+/// The daemon's warm connection to the broker (docs/CONTRACT.md#gate-daemon): connected
 /// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
 /// topic, so that a button opening publishes its trigger without connecting first.
 ///
@@ -22,7 +22,7 @@ public final class MQTTLink: StatusFeed {
     let credentials: CredentialLookup
     let logger: Logger
     let onUnclaimed: @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
-    /// A last will, more topics, and who hears of them (Home Assistant, SPEC §9).
+    /// A last will, more topics, and who hears of them (Home Assistant, docs/CONTRACT.md#home-assistant).
     public let extras: LinkExtras
     let onEvent: @Sendable (MQTTLink, LinkEvent) -> Void
     let state = Mutex(LinkState())
@@ -42,6 +42,10 @@ public final class MQTTLink: StatusFeed {
         /// When the last status was a `1` without its `0` yet.
         var activeSince: MonotonicInstant?
         var stopped = false
+        /// `client`'s connect has returned: its socket is connected, so a DISCONNECT
+        /// written to it cannot block (one written while the connect is still under way
+        /// waits as long as the connect: minutes, to a blackholed broker).
+        var connectReturned = false
         var lastError: String?
         /// SUBSCRIBE message ids of `extras.subscriptions` on the current connection.
         var extraSubscribeIDs: [Int32: String] = [:]
@@ -93,7 +97,9 @@ public final class MQTTLink: StatusFeed {
             state.stopped = true
             state.ready = false
             defer { state.client = nil; state.attempt = nil }
-            return (state.client, state.attempt)
+            // A client still inside its connect is left to the connecting thread, which
+            // sees `stopped` when the connect returns and closes it there.
+            return (state.connectReturned ? state.client : nil, state.attempt)
         }
         wake.signal()
         attempt?.report(.lost("the MQTT link to \(broker) was closed (configuration reloaded or daemon stopping)"))
@@ -153,12 +159,21 @@ public final class MQTTLink: StatusFeed {
             let installed = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
                 state.client = client
+                state.connectReturned = false
                 return true
             }
             guard installed else { return .success(()) }
             logger.debug("MQTT link connecting", metadata: ["broker": "\(broker)", "client_id": "\(client.clientID)"])
             do {
                 try client.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
+                let stopped = state.withLock { state -> Bool in
+                    state.connectReturned = true
+                    return state.stopped
+                }
+                if stopped {
+                    client.disconnect()
+                    return .success(())
+                }
                 try client.startLoop()
             } catch {
                 state.withLock { if $0.client === client { $0.client = nil } }
@@ -172,8 +187,7 @@ public final class MQTTLink: StatusFeed {
     }
 
     private func waitForWake(milliseconds: Int32) {
-        var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-        while poll(&fds, 1, milliseconds) < 0, errno == EINTR {}
+        _ = wake.wait(until: milliseconds < 0 ? nil : MonotonicNanoseconds.now() + UInt64(milliseconds) * 1_000_000)
     }
 
     /// Runs on libmosquitto's thread.
@@ -306,11 +320,7 @@ public final class MQTTLink: StatusFeed {
                 logger.warning("MQTT link: the broker did not acknowledge \(message.topic) before the link closed")
                 return
             }
-            var fds = [pollfd(fd: acknowledgement.fd, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 1, Int32(clamping: (deadline.nanoseconds - now.nanoseconds) / 1_000_000 + 1)) > 0 {
-                var drained = [UInt8](repeating: 0, count: 64)
-                _ = read(acknowledgement.fd, &drained, drained.count)
-            }
+            if acknowledgement.wait(until: deadline.nanoseconds) { acknowledgement.clear() }
         }
     }
 
@@ -379,7 +389,7 @@ public struct LinkExtras: Sendable, Equatable {
     public var subscriptions: [String]
     /// The link then speaks MQTT 5 and subscribes to `subscriptions` with "retain as
     /// published": a retained message keeps its flag even when it arrives live (a
-    /// retained command must never be taken for a press, SPEC §9).
+    /// retained command must never be taken for a press, docs/CONTRACT.md#home-assistant).
     public var retainAsPublished: Bool
 
     public init(will: OutgoingMessage? = nil, subscriptions: [String] = [], retainAsPublished: Bool = false) {

@@ -4,7 +4,7 @@ import Glibc
 import GateCore
 import Mosquitto
 import Synchronization
-import Threading
+import Plumbing
 
 /// One short MQTT session outside the daemon: connect, optionally subscribe to one
 /// topic (for its SUBACK only), publish some messages with QoS 1 and wait for their
@@ -126,12 +126,7 @@ public final class MQTTOneShot: Sendable {
             if progress.withLock({ condition($0) }) { return true }
             let now = MonotonicClock.now()
             guard now < deadline else { return false }
-            let timeoutMs = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 1, timeoutMs) > 0 {
-                var buffer = [UInt8](repeating: 0, count: 64)
-                _ = read(wake.fd, &buffer, buffer.count)
-            }
+            if wake.wait(until: deadline.nanoseconds) { wake.clear() }
         }
     }
 

@@ -3,7 +3,7 @@ import Mosquitto
 
 /// What the one-shot exchange and the daemon's link both need of the broker:
 /// its name in messages, the subscription's verdict, and which status messages
-/// are relay news (SPEC §1). Written once for both.
+/// are relay news (docs/CONTRACT.md#protocol-over-mqtt). Written once for both.
 struct MQTTStatusTopic: Sendable {
     let config: MQTTConfig
 
@@ -31,7 +31,7 @@ struct MQTTStatusTopic: Sendable {
         Array(String(WallClock.nowNanoseconds() / 1_000_000_000).utf8)
     }
 
-    /// `gate-` plus 8 random hex digits (SPEC §1).
+    /// `gate-` plus 8 random hex digits (docs/CONTRACT.md#protocol-over-mqtt).
     static func clientID(prefix: String) -> String {
         let value = UInt32.random(in: .min ... .max)
         let hex = String(value, radix: 16)

@@ -8,11 +8,14 @@ public struct AdapterFactory: Sendable {
     let link: @Sendable () -> MQTTLink?
     /// Adapters of the caller's making (the pipeline's own tests script them).
     let custom: (@Sendable (AdapterKind) -> any GateAdapter)?
+    /// The daemon: a process that outlives its openings (see `MQTTAdapter.tcpFirst`).
+    let longLived: Bool
 
-    public init(credentials: CredentialLookup, link: @escaping @Sendable () -> MQTTLink? = { nil }) {
+    public init(credentials: CredentialLookup, link: @escaping @Sendable () -> MQTTLink? = { nil }, longLived: Bool = false) {
         self.credentials = credentials
         self.link = link
         self.custom = nil
+        self.longLived = longLived
     }
 
     /// Every adapter made by `make`: for driving the pipeline with scripted adapters.
@@ -20,9 +23,10 @@ public struct AdapterFactory: Sendable {
         self.credentials = CredentialLookup(sources: [])
         self.link = { nil }
         self.custom = make
+        self.longLived = false
     }
 
-    /// The password lookup chain of SPEC §5, in order.
+    /// The password lookup chain, in order (docs/CONTRACT.md#secrets).
     public static func credentials(environment: [String: String] = ProcessEnvironment.current()) -> CredentialLookup {
         CredentialLookup(sources: [
             SystemdCredentials(environment: environment),
@@ -38,7 +42,7 @@ public struct AdapterFactory: Sendable {
             return UDPAdapter(host: udp.host, port: udp.port, onLinkOnly: selection == .auto, interfaces: InterfaceTable.current, logger: logger)
         case .mqtt:
             guard let mqtt = config.mqtt else { return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration")) }
-            let cold = MQTTAdapter(config: mqtt, credentials: credentials, logger: logger)
+            let cold = MQTTAdapter(config: mqtt, credentials: credentials, logger: logger, tcpFirst: longLived)
             // A link made for another configuration (a reload is under way) is not used.
             if let link = link(), link.config == mqtt {
                 return WarmMQTTAdapter(link: link, cold: cold, logger: logger)

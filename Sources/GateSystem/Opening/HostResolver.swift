@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import GateCore
+import Plumbing
 
 /// Turns the configured host into an address to send to.
 public enum HostResolver {
@@ -22,33 +23,7 @@ public enum HostResolver {
         if let literal = IPAddress(literal: host) {
             return .success([SocketAddress(ip: literal, port: port16)])
         }
-        var hints = addrinfo()
-        hints.ai_socktype = socketType
-        hints.ai_flags = AI_ADDRCONFIG
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, nil, &hints, &list)
-        defer { if let list { freeaddrinfo(list) } }
-        guard status == 0 else {
-            let words = gai_strerror(status).map { String(cString: $0) } ?? "error \(status)"
-            return .failure(ResolutionFailure(message: "cannot resolve \(host): getaddrinfo: \(words)"))
-        }
-        var found: [SocketAddress] = []
-        var cursor = list
-        while let entry = cursor {
-            if let sockaddr = entry.pointee.ai_addr {
-                var storage = sockaddr_storage()
-                withUnsafeMutableBytes(of: &storage) { target in
-                    target.copyMemory(from: UnsafeRawBufferPointer(start: sockaddr, count: Int(entry.pointee.ai_addrlen)))
-                }
-                if let address = SocketAddress(storage: storage), !found.contains(where: { $0.ip == address.ip }) {
-                    found.append(SocketAddress(ip: address.ip, port: port16))
-                }
-            }
-            cursor = entry.pointee.ai_next
-        }
-        guard !found.isEmpty else {
-            return .failure(ResolutionFailure(message: "cannot resolve \(host): getaddrinfo returned no IPv4 or IPv6 address"))
-        }
-        return .success(found)
+        return AddressLookup.addresses(host: host, port: port16, socketType: socketType)
+            .mapError { ResolutionFailure(message: "cannot resolve \(host): \($0)") }
     }
 }

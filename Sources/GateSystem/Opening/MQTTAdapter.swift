@@ -2,12 +2,12 @@
 import Glibc
 #endif
 import GateCore
-import Threading
+import Plumbing
 import Logging
 import Mosquitto
 import Synchronization
 
-/// Carries the trigger through an MQTT broker (SPEC §1): connect, subscribe to
+/// Carries the trigger through an MQTT broker (docs/CONTRACT.md#protocol-over-mqtt): connect, subscribe to
 /// the status topic, and only after the broker's SUBACK publish the trigger, so
 /// that the ESP32's `1` cannot arrive before anyone listens for it.
 ///
@@ -19,11 +19,17 @@ public struct MQTTAdapter: GateAdapter {
     let config: MQTTConfig
     let credentials: CredentialLookup
     let logger: Logger
+    /// Connect to the broker with a plain TCP connection bounded by the budget before
+    /// libmosquitto's own connect, which blocks until the kernel gives up (about two
+    /// minutes) on a broker that drops packets. For the daemon: a `gate open` process
+    /// ends with its opening and takes such a thread with it, and spares the round trip.
+    let tcpFirst: Bool
 
-    public init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger) {
+    public init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, tcpFirst: Bool = false) {
         self.config = config
         self.credentials = credentials
         self.logger = logger
+        self.tcpFirst = tcpFirst
     }
 
     /// Starts loading libmosquitto on a thread of its own, for an opening whose first
@@ -41,7 +47,7 @@ public struct MQTTAdapter: GateAdapter {
             ticket.finish()
             return AttemptCancel {}
         }
-        let exchange = MQTTExchange(config: config, credentials: credentials, logger: logger, ticket: ticket)
+        let exchange = MQTTExchange(config: config, credentials: credentials, logger: logger, ticket: ticket, tcpFirst: tcpFirst)
         if let failure = OSThread.detach({
             exchange.run(wake: wake)
             ticket.finish()
@@ -74,12 +80,14 @@ final class MQTTExchange: Sendable {
     /// The library's last error log line: TLS failures are only described there.
     let lastError = Mutex<String?>(nil)
     let client = Mutex<MosquittoClient?>(nil)
+    let tcpFirst: Bool
 
-    init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, ticket: AttemptTicket) {
+    init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, ticket: AttemptTicket, tcpFirst: Bool = false) {
         self.topic = MQTTStatusTopic(config: config)
         self.credentials = credentials
         self.logger = logger
         self.ticket = ticket
+        self.tcpFirst = tcpFirst
     }
 
     var config: MQTTConfig { topic.config }
@@ -94,6 +102,10 @@ final class MQTTExchange: Sendable {
                 ticket.report(.misconfigured(failure.message))
                 return
             }
+        }
+        if tcpFirst, let failure = brokerSilence() {
+            fail(failure)
+            return
         }
         // The handler holds this exchange and the exchange holds the client: the
         // cycle is cut here, after the loop (run on this thread) has returned, so the
@@ -133,6 +145,34 @@ final class MQTTExchange: Sendable {
         session.disconnect()
     }
 
+    /// Why the broker cannot be reached by TCP within the budget, or nil when it
+    /// answers. Sends nothing but a TCP handshake.
+    private func brokerSilence() -> String? {
+        ticket.doing("connecting to MQTT broker at \(broker)")
+        let addresses: [SocketAddress]
+        switch HostResolver.addresses(host: config.host, port: config.port, socketType: Int32(SOCK_STREAM.rawValue)) {
+        case .success(let found): addresses = found
+        case .failure(let failure): return "cannot reach MQTT broker at \(broker): \(failure.message)"
+        }
+        let deadline = MonotonicNanoseconds.now() + UInt64(ticket.deadline.duration(since: ticket.now()).nanosecondsClamped)
+        var last = TCPConnect.Failure.timedOut
+        for address in addresses {
+            switch TCPConnect.open(to: address, until: deadline) {
+            case .success(let fd):
+                close(fd)
+                return nil
+            case .failure(let failure):
+                last = failure
+            }
+        }
+        switch last {
+        case .timedOut:
+            return "cannot reach MQTT broker at \(broker): no answer to the TCP connection within the budget"
+        case .failed(let error):
+            return "cannot reach MQTT broker at \(broker): \(error)"
+        }
+    }
+
     /// The longest the loop waits for the socket before looking at the deadline and
     /// the wake-up again. Data never waits for it: the socket wakes the loop as soon
     /// as anything arrives.
@@ -142,11 +182,10 @@ final class MQTTExchange: Sendable {
     /// the end of the exchange, or a lost connection (then returns its words). At the
     /// deadline or the wake-up, what already arrived is read first: it is evidence.
     private func runLoop(_ session: MosquittoClient, wake: WakeSignal) -> String? {
-        var fds = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
         while true {
             if case .over = phase.withLock({ $0 }) { return nil }
             let now = ticket.now()
-            if now >= ticket.deadline || poll(&fds, 1, 0) > 0 {
+            if now >= ticket.deadline || wake.isSignalled {
                 let code = session.loopOnce(timeoutMs: 0)
                 return code == MosquittoError.success ? nil : MosquittoError.words(for: code)
             }

@@ -2,9 +2,10 @@
 import Glibc
 #endif
 import GateCore
+import Plumbing
 import Synchronization
 
-/// The one lock every opener takes (SPEC §6), held for the whole opening: `flock(2)`
+/// The one lock every opener takes (docs/CONTRACT.md#the-lock), held for the whole opening: `flock(2)`
 /// on the runtime folder itself, which members of the group cannot delete or replace,
 /// and on `lock` in it, which they can (and which gate before this version locked
 /// alone). It dies with its process, so a killed opener leaves no stale lock.
@@ -34,8 +35,21 @@ public final class OpeningLock: Sendable {
     }
 
     deinit {
-        close(fd)
-        close(folder)
+        release()
+    }
+
+    /// Lets the next opener in, once: the opening is over. Called when the opening has
+    /// finished rather than left to `deinit`, because an adapter's thread stuck in a
+    /// blocking call (a connect to a blackholed broker) still holds the opening's
+    /// permit, and with it this lock, for as long as the kernel lets it block.
+    /// Nothing is written after it.
+    public func release() {
+        holder.withLock { state in
+            guard state.open else { return }
+            state.open = false
+            close(fd)
+            close(folder)
+        }
     }
 
     /// Takes the lock without waiting for a real opening. A reader's momentary
@@ -119,7 +133,7 @@ public final class OpeningLock: Sendable {
 
     /// What this holder last wrote; the file is written under the same lock, from
     /// whichever thread records (the trigger is recorded by the thread that sends it).
-    private let holder = Mutex(LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil))
+    private let holder = Mutex((record: LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil), open: true))
 
     /// Records that a trigger is about to be sent (the cooldown's start if this
     /// opener never records an end).
@@ -137,9 +151,10 @@ public final class OpeningLock: Sendable {
     }
 
     private func update(_ change: (inout LockRecord) -> Void) {
-        holder.withLock { record in
-            change(&record)
-            write(record)
+        holder.withLock { state in
+            guard state.open else { return }
+            change(&state.record)
+            write(state.record)
         }
     }
 
@@ -161,8 +176,7 @@ public final class OpeningLock: Sendable {
 
     /// A shared flock taken and dropped at once: it never blocks an opener for long.
     private static func sharedLockIsFree(_ fd: Int32) -> Bool {
-        while flock(fd, LOCK_SH | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
+        if retryingOnInterrupt({ flock(fd, LOCK_SH | LOCK_NB) }) != 0 {
             return errno != EWOULDBLOCK
         }
         flock(fd, LOCK_UN)

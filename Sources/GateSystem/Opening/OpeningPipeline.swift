@@ -1,5 +1,6 @@
 import GateCore
 import Logging
+import Plumbing
 
 /// Who asks for an opening, and how.
 public struct OpeningRequest: Sendable, Hashable {
@@ -19,7 +20,7 @@ public struct OpeningRequest: Sendable, Hashable {
 /// The one opening pipeline every opener calls (`gate open`, the button, and
 /// the daemon's other openers): a busy relay refused, the lock, the cooldown,
 /// the plan, the attempts under one `TriggerPermit`, the status file, the
-/// history (SPEC §2, §6).
+/// history (docs/CONTRACT.md#one-opening, docs/CONTRACT.md#runtime-files).
 ///
 /// The machine decides; this only does what it is told (start an adapter, stop
 /// it, show a state) and feeds it every event with its arrival time, whatever

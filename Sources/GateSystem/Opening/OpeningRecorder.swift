@@ -5,10 +5,10 @@ import GateCore
 import Logging
 
 /// Everything an opening leaves for others to see, from the lock taken at the
-/// start to the history line at the end (SPEC §2 cooldown, §6).
+/// start to the history line at the end (docs/CONTRACT.md#cooldown, docs/CONTRACT.md#runtime-files).
 ///
-/// Holding one of these means holding the opening lock; it is released when the
-/// recorder is freed (or the process dies).
+/// Holding one of these means holding the opening lock, until `finished` (or until
+/// the recorder is freed, or the process dies).
 public final class OpeningRecorder: Sendable {
     public enum Refusal: Error, Sendable {
         /// Another opener holds the lock.
@@ -150,6 +150,7 @@ public final class OpeningRecorder: Sendable {
         if result.adapter != nil || result.attempts.contains(where: \.triggerSent) {
             lock.recordEnd(at: cooldownFrom ?? MonotonicClock.now())
         }
+        lock.release()
     }
 
     private func write(_ record: StatusRecord) {

@@ -1,8 +1,8 @@
 import GateCore
 import Synchronization
 
-/// The one place a trigger may leave from, for one opening (SPEC §2 "Evidence
-/// and time"). Adapters run on threads of their own; each sends only through
+/// The one place a trigger may leave from, for one opening
+/// (docs/CONTRACT.md#evidence-and-time). Adapters run on threads of their own; each sends only through
 /// `AttemptTicket.send`, which asks the permit under its lock:
 /// - the attempt is still the running one and its deadline has not passed
 ///   (a name that resolved late, a connect that ended late, sends nothing);

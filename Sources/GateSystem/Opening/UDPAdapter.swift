@@ -4,10 +4,10 @@ import Glibc
 import Musl
 #endif
 import GateCore
-import Threading
+import Plumbing
 import Logging
 
-/// Sends the trigger byte over UDP and decodes the ESP32's answer (SPEC §1).
+/// Sends the trigger byte over UDP and decodes the ESP32's answer (docs/CONTRACT.md#protocol-over-udp).
 ///
 /// The attempt resolves the host within its own budget: a name that resolves
 /// only after the deadline sends nothing (the permit refuses), so a slow
@@ -96,7 +96,7 @@ private struct UDPExchange {
         }
         defer { close(fd) }
 
-        let connected = target.withSockAddr { connect(fd, $0, $1) }
+        let connected = target.withSockaddr { connect(fd, $0, $1) }
         guard connected == 0 else {
             ticket.report(.unreachable("cannot reach the ESP32 at \(target): \(SystemError("connect"))"))
             return
@@ -126,14 +126,10 @@ private struct UDPExchange {
                 ticket.report(.deadlineReached)
                 return
             }
-            // Round up so that the wake-up is never before the deadline.
             let remaining = ticket.deadline.nanoseconds - now.nanoseconds
-            let timeoutMs = Int32(clamping: (remaining + 999_999) / 1_000_000)
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, nfds_t(fds.count), timeoutMs)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                ticket.report(.unreachable("cannot wait for the ESP32's answer: \(SystemError("poll"))"))
+            if case .failure(let error) = Poll.wait(&fds, until: MonotonicNanoseconds.now() + remaining) {
+                ticket.report(.unreachable("cannot wait for the ESP32's answer: \(error)"))
                 return
             }
             if fds[0].revents != 0 {
@@ -150,11 +146,8 @@ private struct UDPExchange {
 
     /// Reads every datagram already queued; false when the exchange is over.
     private func drain(_ fd: Int32, into buffer: inout [UInt8]) -> Bool {
-        var more = true
-        while more {
-            var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            more = poll(&pending, 1, 0) > 0
-            if more, !readOne(fd, into: &buffer) { return false }
+        while Poll.isReadable(fd) {
+            if !readOne(fd, into: &buffer) { return false }
         }
         return true
     }
@@ -182,7 +175,7 @@ private struct UDPExchange {
             }
         }
         // The connected socket already filters by source; checked again so that the
-        // rule of SPEC §1 holds even if the socket setup changes.
+        // rule of docs/CONTRACT.md#protocol-over-udp holds even if the socket setup changes.
         if let sender = SocketAddress(storage: source), sender != target {
             logger.debug("datagram from another address ignored", metadata: ["adapter": "udp", "from": "\(sender)"])
             return true

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import GateCore
+import Plumbing
 
 /// The machine's interface addresses, read with `getifaddrs`, for the on-link check.
 public enum InterfaceTable {

@@ -37,7 +37,7 @@ public final class Secret: Sendable, CustomStringConvertible, CustomDebugStringC
     }
 }
 
-/// Where a secret can come from, tried in order (SPEC §5). The Secret Service
+/// Where a secret can come from, tried in order (docs/CONTRACT.md#secrets). The Secret Service
 /// joins this list as a second source.
 public protocol SecretSource: Sendable {
     /// For messages: "systemd credentials", "the Secret Service".

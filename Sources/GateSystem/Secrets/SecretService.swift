@@ -23,7 +23,7 @@ public enum SecretServiceFailure: Error, Sendable, CustomStringConvertible {
 
 /// The MQTT password (and any other `account`) in the desktop's Secret Service,
 /// through libsecret: schema `org.gate.Credentials`, attributes `service=gate`
-/// and `account=<account>` (SPEC §5). `secret-tool lookup service gate account
+/// and `account=<account>` (docs/CONTRACT.md#secrets). `secret-tool lookup service gate account
 /// mqtt-password` finds what `store` writes; an entry made with `secret-tool store`
 /// is found here when it carries the schema too (`xdg:schema org.gate.Credentials`).
 ///
@@ -134,7 +134,7 @@ public final class SecretServiceStore {
     }
 }
 
-/// The Secret Service as a source of the lookup chain (SPEC §5), after systemd's
+/// The Secret Service as a source of the lookup chain (docs/CONTRACT.md#secrets), after systemd's
 /// credentials.
 public struct SecretServiceSource: SecretSource {
     public let name = "the Secret Service"

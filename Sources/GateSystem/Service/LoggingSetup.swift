@@ -5,10 +5,11 @@ import Musl
 #endif
 import GateCore
 import Logging
+import Plumbing
 import Synchronization
 
 /// swift-log set up the way an appliance needs it: plain lines on stderr for a
-/// shell, syslog priority prefixes when journald reads stderr (SPEC §7).
+/// shell, syslog priority prefixes when journald reads stderr (docs/CONTRACT.md#logging).
 public enum LoggingSetup {
     private static let done = Mutex(false)
 
@@ -21,45 +22,23 @@ public enum LoggingSetup {
         guard first else { return }
         let journald = getenv("JOURNAL_STREAM") != nil
         LoggingSystem.bootstrap { label in
-            StderrLogHandler(label: label, program: program, journald: journald, logLevel: level)
+            StderrLogHandler(logLevel: level, format: GateLogLine.format(program: program, journald: journald))
         }
     }
 }
 
-/// Writes one line per message to stderr with a single `write(2)`, so lines
-/// from threads never interleave.
-public struct StderrLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
-    let label: String
-    let program: String
-    let journald: Bool
-
-    public init(label: String, program: String, journald: Bool, logLevel: Logger.Level) {
-        self.label = label
-        self.program = program
-        self.journald = journald
-        self.logLevel = logLevel
-    }
-
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    public func log(event: LogEvent) {
-        var merged = metadata
-        if let extra = event.metadata {
-            merged.merge(extra) { _, new in new }
+/// How gate's log lines read: `gate: info: message key=value` in a shell, a syslog
+/// priority prefix instead when journald reads stderr (docs/CONTRACT.md#logging).
+public enum GateLogLine {
+    public static func format(program: String, journald: Bool) -> StderrLogHandler.Format {
+        { level, message, metadata in
+            var line = journald ? "<\(priority(level))>" : "\(program): \(level): "
+            line += SafeText.escaped("\(message)")
+            for key in metadata.keys.sorted() {
+                line += " \(key)=\(quoted("\(metadata[key]!)"))"
+            }
+            return line
         }
-        var line = journald ? "<\(Self.priority(event.level))>" : "\(program): \(event.level): "
-        line += SafeText.escaped("\(event.message)")
-        for key in merged.keys.sorted() {
-            line += " \(key)=\(Self.quoted("\(merged[key]!)"))"
-        }
-        line += "\n"
-        var bytes = Array(line.utf8)
-        _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 
     /// syslog priorities as journald reads them from a stream prefix.

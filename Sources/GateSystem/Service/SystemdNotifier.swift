@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import GateCore
+import Plumbing
 
 /// The sender half of `sd_notify(3)`: `READY=1`, `STATUS=…`, `RELOADING=1`,
 /// `WATCHDOG=1`, `STOPPING=1` as datagrams to `$NOTIFY_SOCKET`.
@@ -66,18 +67,14 @@ public final class SystemdNotifier: Sendable {
         // For an abstract name the length is the only end marker: a longer one
         // would make the trailing zeros part of the name and miss the socket.
         let length = socklen_t(Self.pathOffset + pathBytes.count)
-        while true {
-            let sent = message.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(fd, bytes.baseAddress, bytes.count, 0, $0, length)
-                    }
+        let sent = message.withUnsafeBytes { bytes in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
+                    retryingOnInterrupt { sendto(fd, bytes.baseAddress, bytes.count, 0, target, length) }
                 }
             }
-            if sent >= 0 { return nil }
-            let code = errno
-            guard code == EINTR else { return SystemError("sendto \(socketName)", code: code) }
         }
+        return sent >= 0 ? nil : SystemError("sendto \(socketName)", code: errno)
     }
 
     /// How often to send `WATCHDOG=1`, or `nil` when systemd does not watch

@@ -24,3 +24,15 @@ public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
         return String(cString: text)
     }
 }
+
+extension SystemError {
+    /// A failure that comes with its own words rather than an errno
+    /// (`getaddrinfo`'s `gai_strerror`).
+    public struct Words: Error, Sendable, Hashable, CustomStringConvertible {
+        public var description: String
+
+        public init(_ description: String) {
+            self.description = description
+        }
+    }
+}
