@@ -3,9 +3,13 @@
  * in order. This kernel has no sch_netem; a TCP relay would answer the SYN at once
  * and hide the connect's round trip, while a packet delay costs every packet the same
  * as a long route does: SYN and SYN-ACK, each TLS flight, each MQTT packet, the ACKs.
- * Usage: delay-link NETNS_A TUN_A NETNS_B TUN_B DELAY_MS
+ * Usage: delay-link NETNS_A TUN_A NETNS_B TUN_B DELAY_MS [TRACE_FILE]
  * The TUN devices must exist (ip tuntap add ... mode tun). Prints `ready` once both
- * are attached; on SIGTERM or SIGINT prints the packet counts on stderr and exits 0. */
+ * are attached; on SIGTERM or SIGINT prints the packet counts on stderr and exits 0.
+ * With TRACE_FILE, one line per packet as it enters the wire: milliseconds on
+ * CLOCK_MONOTONIC, direction (> from A, < from B), and for TCP over IPv4 the ports,
+ * the flags (S syn, A ack, P push, F fin, R reset) and the payload's length: where
+ * the round trips of an exchange go, without tcpdump. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +33,7 @@ struct packet { long long due_ns; size_t length; unsigned char bytes[MTU]; };
 struct queue { struct packet slots[QUEUE]; size_t head, count; unsigned long passed, dropped; };
 
 static struct queue toward_b, toward_a;
+static FILE *trace;
 static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig) { (void)sig; stopping = 1; }
@@ -59,6 +64,28 @@ static int attach(const char *netns, const char *device) {
     return fd;
 }
 
+static void note(const struct packet *p, long long entered_ns, char direction) {
+    const unsigned char *ip = p->bytes;
+    fprintf(trace, "%.3f %c", entered_ns / 1e6, direction);
+    if (p->length >= 20 && (ip[0] >> 4) == 4 && ip[9] == 6) {
+        size_t header = (size_t)(ip[0] & 15) * 4, total = (size_t)(ip[2] << 8 | ip[3]);
+        const unsigned char *tcp = ip + header;
+        if (header + 20 <= p->length && total <= p->length) {
+            size_t offset = (size_t)(tcp[12] >> 4) * 4;
+            char flags[6], *f = flags;
+            if (tcp[13] & 0x02) *f++ = 'S';
+            if (tcp[13] & 0x10) *f++ = 'A';
+            if (tcp[13] & 0x08) *f++ = 'P';
+            if (tcp[13] & 0x01) *f++ = 'F';
+            if (tcp[13] & 0x04) *f++ = 'R';
+            *f = 0;
+            fprintf(trace, " tcp %d>%d %s %zu", tcp[0] << 8 | tcp[1], tcp[2] << 8 | tcp[3], flags,
+                    total >= header + offset ? total - header - offset : 0);
+        }
+    }
+    fprintf(trace, " (%zu bytes)\n", p->length);
+}
+
 /* Reads every packet waiting on `fd` into `q`, each due `delay` from now. */
 static void take(int fd, struct queue *q, long long delay) {
     for (;;) {
@@ -72,7 +99,9 @@ static void take(int fd, struct queue *q, long long delay) {
         ssize_t n = read(fd, p->bytes, sizeof p->bytes);
         if (n < 0) return;  /* EAGAIN: drained */
         p->length = (size_t)n;
-        p->due_ns = now_ns() + delay;
+        long long entered = now_ns();
+        p->due_ns = entered + delay;
+        if (trace) note(p, entered, q == &toward_b ? '>' : '<');
         q->count++;
     }
 }
@@ -89,9 +118,13 @@ static void give(int fd, struct queue *q) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s NETNS_A TUN_A NETNS_B TUN_B DELAY_MS\n", argv[0]);
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: %s NETNS_A TUN_A NETNS_B TUN_B DELAY_MS [TRACE_FILE]\n", argv[0]);
         return 64;
+    }
+    if (argc == 7 && !(trace = fopen(argv[6], "w"))) {
+        fprintf(stderr, "delay-link: cannot write the trace to %s: %s\n", argv[6], strerror(errno));
+        return 1;
     }
     long long delay = atoll(argv[5]) * 1000000LL;
     int a = attach(argv[1], argv[2]);
@@ -123,6 +156,7 @@ int main(int argc, char **argv) {
         give(b, &toward_b);
         give(a, &toward_a);
     }
+    if (trace) fclose(trace);
     fprintf(stderr, "delay-link: %lu packets %s -> %s, %lu back, %lu dropped\n",
             toward_b.passed, argv[1], argv[3], toward_a.passed, toward_b.dropped + toward_a.dropped);
     return 0;
