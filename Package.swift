@@ -25,6 +25,10 @@ let package = Package(
         // headers by GateSecretTests) because pkgConfig would link GLib into gate.
         // Not linked either: loaded with dlopen on first use (see shim.h).
         .systemLibrary(name: "CLibSecret"),
+        // sd-bus's few types and prototypes (libsystemd), written out (checked against the
+        // real header by NotifyTests) so that building needs no libsystemd-dev. Not linked:
+        // loaded with dlopen when `gate daemon` shows its first desktop notification.
+        .systemLibrary(name: "CSDBus"),
         // libgpiod 1.6's header (Debian: libgpiod-dev). Not linked: loaded with dlopen
         // on first use (see shim.h), so no pkgConfig here, which would add -lgpiod.
         .systemLibrary(
@@ -47,6 +51,7 @@ let package = Package(
                 "Mosquitto",
                 "Plumbing",
                 "CLibSecret",
+                "CSDBus",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -69,16 +69,18 @@ run() {
 }
 
 systemd_dir=/usr/lib/systemd/system
+user_unit_dir=/usr/lib/systemd/user
 sysusers_dir=/usr/lib/sysusers.d
 tmpfiles_dir=/usr/lib/tmpfiles.d
 udev_dir=/usr/lib/udev/rules.d
 doc_dir=$prefix/share/doc/gate
 
 # 1. Files.
-run install -d -m 0755 "$destdir$prefix/bin" "$destdir$systemd_dir" "$destdir$sysusers_dir" \
+run install -d -m 0755 "$destdir$prefix/bin" "$destdir$systemd_dir" "$destdir$user_unit_dir" "$destdir$sysusers_dir" \
     "$destdir$tmpfiles_dir" "$destdir$udev_dir" "$destdir$doc_dir" "$destdir/etc/gate"
 run install -m 0755 "$binary" "$destdir$prefix/bin/gate"
 run install -m 0644 "$here/systemd/gate.service" "$destdir$systemd_dir/gate.service"
+run install -m 0644 "$here/systemd/gate-user.service" "$destdir$user_unit_dir/gate-user.service"
 run install -m 0644 "$here/systemd/gate.sysusers" "$destdir$sysusers_dir/gate.conf"
 run install -m 0644 "$here/systemd/gate.tmpfiles" "$destdir$tmpfiles_dir/gate.conf"
 run install -m 0644 "$here/systemd/99-gate-gpio.rules" "$destdir$udev_dir/99-gate-gpio.rules"
@@ -140,3 +142,8 @@ else
     printf '       sudo systemctl enable --now gate.service\n'
     printf '       journalctl -u gate.service -f\n'
 fi
+step=$((step + 1))
+printf '  %d. On a desktop or laptop (no push button), each user may run the companion\n' "$step"
+printf '     instead: warm MQTT link, openings by others in the widgets, gate open\n'
+printf '     through its control socket:\n'
+printf '       systemctl --user enable --now gate-user.service\n'

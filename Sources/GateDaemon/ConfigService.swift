@@ -178,9 +178,7 @@ struct ConfigService: Service, CustomStringConvertible {
     /// The configuration file's folder and name, and its symlink target's when it has one.
     static func watchedPlaces(of path: String) -> [(folder: String, name: String)] {
         var places = [split(path)]
-        if let resolved = realpath(path, nil) {
-            let target = String(cString: resolved)
-            free(resolved)
+        if let target = ConfigLocator.canonical(path) {
             let place = split(target)
             if place != places[0] { places.append(place) }
         }

@@ -25,12 +25,6 @@ public enum Daemon {
         }
     }
 
-    /// How long shutdown may take: the longest opening (UDP then MQTT budgets at most)
-    /// plus a margin; past it the group is cancelled rather than left hanging.
-    static func shutdownLimit(for config: GateConfig) -> Duration {
-        .seconds(fromConfig: (config.udp?.timeout ?? 0) + (config.mqtt?.timeout ?? 0) + 5)
-    }
-
     /// Runs until stopped; returns the process's exit status.
     public static func run(_ options: Options, logger: Logger) async -> Int32 {
         let startNs = MonotonicClock.now().nanoseconds
@@ -91,6 +85,10 @@ public enum Daemon {
         services.append(LinkService(context: context))
         context.progress.watch(LinkService.name)
         services.append(HomeAssistantService(context: context))
+        services.append(DesktopNotificationService(context: context, notifications: DesktopNotifications(environment: environment)))
+        if let listener = ControlService.listen(context: context) {
+            services.append(ControlService(context: context, listener: listener))
+        }
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
             context.progress.watch(ButtonService.name)
@@ -104,7 +102,7 @@ public enum Daemon {
         var configuration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         )
-        configuration.maximumGracefulShutdownDuration = shutdownLimit(for: config)
+        configuration.maximumGracefulShutdownDuration = config.openingLimit
         do {
             try await ServiceGroup(configuration: configuration).run()
         } catch {

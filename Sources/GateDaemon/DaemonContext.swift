@@ -7,8 +7,8 @@ import Synchronization
 /// on a good reload), the warm MQTT link, and where the runtime files live.
 ///
 /// Services learn of a new configuration through a stream of their own
-/// (`buttonUpdates`, `linkUpdates`), so none can miss a reload while another is
-/// slow. The streams are made here, before any service runs, and never change:
+/// (`buttonUpdates`, `linkUpdates`, `homeAssistantUpdates`, `notifyUpdates`), so
+/// none can miss a reload while another is slow. The streams are made here, before any service runs, and never change:
 /// nothing about them is shared but the continuations' own locking.
 public final class DaemonContext: Sendable {
     public let logger: Logger
@@ -29,6 +29,7 @@ public final class DaemonContext: Sendable {
     let buttonUpdates: AsyncStream<GateConfig>
     let linkUpdates: AsyncStream<GateConfig>
     let homeAssistantUpdates: AsyncStream<GateConfig>
+    let notifyUpdates: AsyncStream<GateConfig>
     /// What the warm link tells Home Assistant's service (`LinkExtras`).
     let linkEvents: AsyncStream<(MQTTLink, LinkEvent)>
     private let linkEventSink: AsyncStream<(MQTTLink, LinkEvent)>.Continuation
@@ -45,13 +46,15 @@ public final class DaemonContext: Sendable {
         let button = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
         let link = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
         let homeAssistant = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
+        let notify = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
         let events = AsyncStream.makeStream(of: (MQTTLink, LinkEvent).self, bufferingPolicy: .unbounded)
         self.buttonUpdates = button.stream
         self.linkUpdates = link.stream
         self.homeAssistantUpdates = homeAssistant.stream
+        self.notifyUpdates = notify.stream
         self.linkEvents = events.stream
         self.linkEventSink = events.continuation
-        self.subscribers = [button.continuation, link.continuation, homeAssistant.continuation]
+        self.subscribers = [button.continuation, link.continuation, homeAssistant.continuation, notify.continuation]
         self.configPath = configPath
         self.paths = paths
         self.credentials = credentials
@@ -76,7 +79,11 @@ public final class DaemonContext: Sendable {
 
     /// The one opening pipeline, with the warm link as MQTT adapter and as a
     /// witness: what it sees on the status topic during an opening is evidence.
-    var pipeline: OpeningPipeline {
+    var pipeline: OpeningPipeline { pipeline(logger: logger) }
+
+    /// The one pipeline, logging with `logger` (the opener's metadata: the control
+    /// socket's client).
+    func pipeline(logger: Logger) -> OpeningPipeline {
         let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
         return OpeningPipeline(
             paths: paths, adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),

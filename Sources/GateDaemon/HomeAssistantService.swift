@@ -38,21 +38,15 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         let events = Task {
             for await (link, event) in context.linkEvents { continuation.yield(.link(link, event)) }
         }
-        var watch: FileChangeWatch?
-        var forward: Task<Void, Never>?
+        var watch: StatusFileWatch?
         do {
-            let started = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json"])
-            watch = started
-            forward = Task {
-                for await _ in started.changes { continuation.yield(.statusChanged) }
-            }
+            watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
         } catch {
             logger.warning("Home Assistant: the status file is not watched; the Last opening sensor shows this daemon's openings only", metadata: ["error": "\(error)"])
         }
         defer {
             reloads.cancel()
             events.cancel()
-            forward?.cancel()
             watch?.stop()
         }
 

@@ -34,6 +34,11 @@ struct ConfigCheckCommand: ParsableCommand {
             let topics = HomeAssistantTopics(ha)
             lines.append("  homeassistant: device \"\(ha.name)\" (node \(ha.nodeID)), discovery under \(ha.discoveryPrefix)/, button on \(topics.command)")
         }
+        if let notify = config.notify {
+            let which = notify.everyOpening ? "every opening" : "openings by others (elsewhere, button, homeassistant) and failures"
+            let shown = notify.timeoutMilliseconds == 0 ? "until dismissed" : "for \(notify.timeoutMilliseconds) ms"
+            lines.append("  notify: desktop notifications (gate daemon, session bus) for \(which), shown \(shown)")
+        }
         lines.append("  runtime: reset delay \(config.runtime.resetDelay) s, cooldown \(config.runtime.cooldown) s")
         Terminal.printLine(lines.joined(separator: "\n"))
     }

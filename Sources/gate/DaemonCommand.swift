@@ -13,7 +13,8 @@ struct DaemonCommand: AsyncParsableCommand {
             per press with source "button" under the same lock and cooldown as `gate open`, \
             keeps a warm MQTT connection for button openings, records relay cycles caused \
             elsewhere (seen on the status topic) as source "elsewhere", and keeps \
-            status.json current for widgets.
+            status.json current for widgets. With [notify] it shows desktop notifications \
+            (freedesktop, on the session bus) for openings by others and failed openings.
 
             The configuration is reloaded on SIGHUP and when its file changes; a file that \
             does not validate leaves the running configuration in place. SIGTERM or SIGINT \

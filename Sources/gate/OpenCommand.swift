@@ -22,6 +22,14 @@ struct OpenCommand: AsyncParsableCommand {
             runtime.cooldown seconds after a cycle a new one is refused, so that a double \
             press cannot reverse a toggle gate.
 
+            When a daemon (gate daemon) answers on control.sock in the runtime folder, \
+            the opening is handed to it and runs through its warm MQTT link; the states, \
+            the output and the exit code are the same. Once the daemon has accepted the \
+            opening, this command never triggers by itself: if the daemon dies mid-opening \
+            it ends with 124. The daemon must run as root, as this account, or as the \
+            runtime folder's owner; any other listener is ignored. --direct skips the \
+            daemon.
+
             Exit codes: 0 relay cycle confirmed; 64 bad command line; 69 no trigger \
             can have reached the relay: none was sent, or each one sent was refused at \
             once by the network (safe to retry); 75 another opening is in progress, the \
@@ -47,14 +55,17 @@ struct OpenCommand: AsyncParsableCommand {
     @Flag(help: "Skip the cooldown after the last relay cycle. The lock is never skipped.")
     var force = false
 
+    @Flag(help: "Open from this process even when a daemon answers on the control socket (control.sock in the runtime folder).")
+    var direct = false
+
     func validate() throws {
-        guard OpenRequest.isValidSource(source) else {
+        guard OpeningSource.isValid(source) else {
             throw ValidationError("--source must be 1 to 32 letters, digits, '-' or '_'")
         }
     }
 
     var request: OpenRequest {
-        OpenRequest(via: via, json: json, source: source, force: force, config: globals.config, logLevel: globals.effectiveLogLevel)
+        OpenRequest(via: via, json: json, source: source, force: force, direct: direct, config: globals.config, logLevel: globals.effectiveLogLevel)
     }
 
     func run() async throws {

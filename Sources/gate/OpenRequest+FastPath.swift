@@ -20,6 +20,7 @@ extension OpenRequest {
         var json = false
         var source: String?
         var force = false
+        var direct = false
         var config: String?
         var verbose = 0
         var logLevel: Logger.Level?
@@ -57,11 +58,14 @@ extension OpenRequest {
                 guard !json, inlineValue == nil else { return nil }
                 json = true
             case "--source":
-                guard source == nil, let text = value(), OpenRequest.isValidSource(text) else { return nil }
+                guard source == nil, let text = value(), OpeningSource.isValid(text) else { return nil }
                 source = text
             case "--force":
                 guard !force, inlineValue == nil else { return nil }
                 force = true
+            case "--direct":
+                guard !direct, inlineValue == nil else { return nil }
+                direct = true
             case "--config":
                 guard config == nil, let text = value() else { return nil }
                 config = text
@@ -78,7 +82,7 @@ extension OpenRequest {
         }
         guard sawOpen else { return nil }
         self.init(
-            via: via ?? .auto, json: json, source: source ?? "cli", force: force, config: config,
+            via: via ?? .auto, json: json, source: source ?? "cli", force: force, direct: direct, config: config,
             logLevel: logLevel ?? GlobalOptions.level(verbose: verbose)
         )
     }

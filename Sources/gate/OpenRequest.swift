@@ -12,15 +12,10 @@ struct OpenRequest: Equatable {
     var json: Bool
     var source: String
     var force: Bool
+    /// Open from this process even when a daemon answers on the control socket.
+    var direct: Bool = false
     var config: String?
     var logLevel: Logger.Level
-
-    static func isValidSource(_ source: String) -> Bool {
-        let allowed = source.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
-        }
-        return !source.isEmpty && source.utf8.count <= 32 && allowed
-    }
 
     /// Runs the opening; returns the exit status (docs/CONTRACT.md#exit-codes).
     func perform() async -> Int32 {
@@ -32,9 +27,11 @@ struct OpenRequest: Equatable {
         let display = StateDisplay(mode: json ? .quiet : (Terminal.isTerminal(1) ? .live : .lines))
 
         let config: GateConfig
+        let configPath: String
         switch ConfigLocator(explicitPath: self.config).load() {
         case .success(let (loaded, candidate)):
             config = loaded
+            configPath = candidate.path
             logger.debug("configuration loaded", metadata: ["file": "\(candidate.path)"])
         case .failure(let error):
             let result = OpeningResult(error: .configurationMissing, adapter: nil, duration: .zero, attempts: [], explanation: error.description)
@@ -49,6 +46,16 @@ struct OpenRequest: Equatable {
             let result = OpeningResult(error: .configurationMissing, adapter: nil, duration: .zero, attempts: [], explanation: error.message)
             report(result, display: display, problems: [])
             return result.exitCode
+        }
+        if !direct, let canonicalConfig = ConfigLocator.canonical(configPath) {
+            let opening = ControlOpening(source: source, selection: via, force: force, configPath: canonicalConfig)
+            switch await ControlClient.open(opening, paths: paths, limit: config.openingLimit, logger: logger, onStateChange: display.show) {
+            case .finished(let result):
+                report(result, display: display, problems: [])
+                return result.exitCode
+            case .openDirectly(let why):
+                logger.debug("opening directly", metadata: ["why": "\(why)"])
+            }
         }
         let pipeline = OpeningPipeline(paths: paths, adapters: AdapterFactory(credentials: AdapterFactory.credentials()), logger: logger)
         let result = await pipeline.open(config: config, request: OpeningRequest(source: source, selection: via, force: force)) { state, adapter in

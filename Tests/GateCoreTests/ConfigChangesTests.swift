@@ -9,7 +9,8 @@ private let base = GateConfig(
         clientIDPrefix: "gate-", triggerTopic: "iot/trigger", statusTopic: "iot/status", timeout: 5.0
     ),
     button: ButtonConfig(chip: "gpiochip0", line: 17, activeLow: true, debounceMilliseconds: 50),
-    runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0)
+    runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0),
+    notify: NotifyConfig(everyOpening: false, timeoutMilliseconds: 10_000)
 )
 
 /// Each key of docs/CONTRACT.md#configuration, in the file's order, with an edit of `base` that changes only it.
@@ -32,6 +33,8 @@ private let singleKeyEdits: [(key: String, edit: @Sendable (inout GateConfig) ->
     ("button.debounce_ms", { $0.button?.debounceMilliseconds = 20 }),
     ("runtime.reset_delay", { $0.runtime.resetDelay = 1.0 }),
     ("runtime.cooldown", { $0.runtime.cooldown = 0.5 }),
+    ("notify.every_opening", { $0.notify?.everyOpening = true }),
+    ("notify.timeout_ms", { $0.notify?.timeoutMilliseconds = 0 }),
 ]
 
 @Suite("Configuration: changes on reload")
@@ -79,11 +82,11 @@ struct ConfigChangesTests {
     @Test func tablesAddedOrRemovedAreOneChangeEach() {
         let udpOnly = GateConfig(udp: base.udp, runtime: base.runtime)
         let grown = base.changes(from: udpOnly)
-        #expect(grown == [ConfigChange(key: "mqtt", kind: .added), ConfigChange(key: "button", kind: .added)])
-        #expect(grown.map(\.description) == ["mqtt (added)", "button (added)"])
+        #expect(grown == [ConfigChange(key: "mqtt", kind: .added), ConfigChange(key: "button", kind: .added), ConfigChange(key: "notify", kind: .added)])
+        #expect(grown.map(\.description) == ["mqtt (added)", "button (added)", "notify (added)"])
         let shrunk = udpOnly.changes(from: base)
-        #expect(shrunk == [ConfigChange(key: "mqtt", kind: .removed), ConfigChange(key: "button", kind: .removed)])
-        #expect(shrunk.map(\.description) == ["mqtt (removed)", "button (removed)"])
+        #expect(shrunk == [ConfigChange(key: "mqtt", kind: .removed), ConfigChange(key: "button", kind: .removed), ConfigChange(key: "notify", kind: .removed)])
+        #expect(shrunk.map(\.description) == ["mqtt (removed)", "button (removed)", "notify (removed)"])
     }
 
     @Test func tableAndKeyChangesMixInTheFileOrder() {

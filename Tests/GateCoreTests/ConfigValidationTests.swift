@@ -419,3 +419,63 @@ struct ConfigProblemTests {
         #expect(try problem("[udp]\nhost = \"a\"\n[udp]").line == 3)
     }
 }
+
+@Suite("Configuration: [notify] (docs/CONTRACT.md#desktop)")
+struct NotifyConfigTests {
+    @Test func absentMeansOff() throws {
+        #expect(try parse(udp).notify == nil)
+    }
+
+    @Test func theTableAloneTurnsItOnWithDefaults() throws {
+        #expect(try parse(udp + "[notify]\n").notify == NotifyConfig(everyOpening: false, timeoutMilliseconds: 10_000))
+    }
+
+    @Test func everyKey() throws {
+        let config = try parse(udp + "[notify]\nevery_opening = true\ntimeout_ms = 0\n")
+        #expect(config.notify == NotifyConfig(everyOpening: true, timeoutMilliseconds: 0))
+    }
+
+    @Test func unknownKeyIsRefusedByName() throws {
+        let found = try problem(udp + "[notify]\nenabled = true\n")
+        #expect(found.key == "notify.enabled")
+        #expect(found.line == 4)
+        #expect(found.message.contains("`every_opening`"), "\(found)")
+    }
+
+    @Test func misspelledTableIsGuessed() {
+        let found = problems(udp + "[notfy]\n")
+        #expect(found.first?.message.contains("did you mean [notify]") == true, "\(found)")
+    }
+
+    @Test(arguments: ["-1", "3600001", "\"10s\"", "1.5"])
+    func badTimeoutNamesTheKey(value: String) throws {
+        #expect(try problem(udp + "[notify]\ntimeout_ms = \(value)\n").key == "notify.timeout_ms")
+    }
+
+    @Test func everyOpeningIsABoolean() {
+        let found = problems(udp + "[notify]\nevery_opening = \"yes\"\n")
+        #expect(found.first?.key == "notify.every_opening")
+        #expect(found.first?.message.contains("boolean") == true, "\(found)")
+    }
+
+    @Test func problemsElsewhereStillCheckNotify() {
+        // A file without [udp] or [mqtt] is refused, and its [notify] mistakes are said in the same run.
+        let found = problems("[notify]\ntimeout_ms = -5\n")
+        #expect(found.contains { $0.key == "notify.timeout_ms" }, "\(found)")
+    }
+
+    @Test func renderedReadsBackEqual() throws {
+        let config = try parse(udp + "[notify]\nevery_opening = true\ntimeout_ms = 2500\n")
+        let rendered = config.renderedTOML(source: "gate.toml")
+        #expect(rendered.contains("[notify]\nevery_opening = true\ntimeout_ms = 2500\n"), "\(rendered)")
+        #expect(try parse(rendered) == config)
+    }
+
+    @Test func addedAndRemovedOnReload() throws {
+        let off = try parse(udp)
+        let on = try parse(udp + "[notify]\n")
+        #expect(on.changes(from: off) == [ConfigChange(key: "notify", kind: .added)])
+        #expect(off.changes(from: on) == [ConfigChange(key: "notify", kind: .removed)])
+        #expect(GateConfig.auditLine(on.changes(from: off)) == "configuration reloaded; changed: notify (added)")
+    }
+}

@@ -146,4 +146,21 @@ struct DoctorVerdictTests {
         #expect(denied.fix?.hasPrefix("sudo usermod -aG gpio alice") == true)
         #expect(denied.fix?.contains("99-gate-gpio.rules") == true)
     }
+
+    @Test("Daemon: the user's own, the system service, none, a stale socket, another configuration, an untrusted listener")
+    func daemon() {
+        let socket = "/run/gate/control.sock"
+        let system = ControlDaemon(pid: 812, uid: 998, configPath: "/etc/gate/gate.toml", runtimeDirectory: "/run/gate")
+        let own = DoctorVerdict.daemon(.answered(ControlDaemon(pid: 4242, uid: 1000, configPath: file, runtimeDirectory: "/run/user/1000/gate"), peerUID: 1000, socket: socket), user: alice, configPath: file)
+        #expect(own.status == .ok && own.detail.hasPrefix("this user's own daemon (pid 4242) serves /run/user/1000/gate with \(file)"), "\(own.detail)")
+        let service = DoctorVerdict.daemon(.answered(system, peerUID: 998, socket: socket), user: alice, configPath: "/etc/gate/gate.toml")
+        #expect(service.status == .ok && service.detail.hasPrefix("the system service (pid 812, uid 998) serves /run/gate"), "\(service.detail)")
+        let elsewhere = DoctorVerdict.daemon(.answered(system, peerUID: 998, socket: socket), user: alice, configPath: file)
+        #expect(elsewhere.status == .ok && elsewhere.detail.contains("this account reads \(file), so its openings are declined"), "\(elsewhere.detail)")
+        #expect(DoctorVerdict.daemon(.absent(socket: socket), user: alice, configPath: file).detail.contains("openings connect by themselves"))
+        #expect(DoctorVerdict.daemon(.stale(socket: socket), user: alice, configPath: file).status == .ok)
+        let hostile = DoctorVerdict.daemon(.untrusted(pid: 77, uid: 1001, socket: socket), user: alice, configPath: file)
+        #expect(hostile.failed && hostile.detail.contains("uid 1001 (pid 77)"), "\(hostile.detail)")
+        #expect(DoctorReport(findings: [hostile]).exitStatus == 69)
+    }
 }

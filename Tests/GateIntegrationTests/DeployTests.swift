@@ -14,22 +14,38 @@ struct DeployTests {
     @Test("systemd-analyze verify finds nothing to complain about in gate.service")
     func verifyUnit() throws {
         let unit = try String(contentsOf: Deploy.file("systemd/gate.service"), encoding: .utf8)
-        let execStart = "ExecStart=/usr/bin/gate daemon"
-        try #require(unit.split(separator: "\n").contains { $0 == execStart }, "the unit must run \(execStart)")
-
-        // verify checks that ExecStart's binary exists: point it at the gate just built, the
-        // unit otherwise unchanged, in a folder of its own (the file keeps its name gate.service).
-        let folder = try Deploy.temporaryFolder("verify")
+        try #require(unit.split(separator: "\n").contains { $0 == Deploy.execStart }, "the unit must run \(Deploy.execStart)")
+        let (folder, copy) = try Deploy.verifiableCopy(of: unit, named: "gate.service")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let copy = folder.appendingPathComponent("gate.service")
-        let gate = try GateRunner.binary()
-        try unit.replacingOccurrences(of: execStart, with: "ExecStart=\(gate.path) daemon")
-            .write(to: copy, atomically: true, encoding: .utf8)
 
         let run = try Tool.run("systemd-analyze", ["verify", copy.path], package: "systemd")
         #expect(run.status == 0, "\(run.summary)")
         let complaints = run.lines.filter { $0.contains("gate.service") || $0.contains(folder.path) }
         #expect(complaints.isEmpty, "systemd-analyze verify warned about the unit:\n\(complaints.joined(separator: "\n"))")
+    }
+
+    @Test("systemd-analyze --user verify finds nothing to complain about in gate-user.service, which runs gate daemon as a notify service")
+    func verifyUserUnit() throws {
+        let unit = try String(contentsOf: Deploy.file("systemd/gate-user.service"), encoding: .utf8)
+        let lines = Set(unit.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
+        for required in [Deploy.execStart, "Type=notify", "NotifyAccess=main", "ExecReload=/bin/kill -HUP $MAINPID", "WantedBy=default.target", "LimitCORE=0"] {
+            #expect(lines.contains(required), "gate-user.service lacks \(required)")
+        }
+        // A user unit runs as its user: no User=, and nothing that needs privileges.
+        #expect(!lines.contains { $0.hasPrefix("User=") || $0.hasPrefix("SupplementaryGroups=") || $0.hasPrefix("DeviceAllow=") })
+
+        let (folder, copy) = try Deploy.verifiableCopy(of: unit, named: "gate-user.service")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The user manager wants its runtime folder ("Failed to lookup RuntimeDirectory
+        // path" without one): a private one of the test's own.
+        let runtime = folder.appendingPathComponent("xdg-runtime")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = runtime.path
+        let run = try Tool.run("systemd-analyze", ["--user", "verify", copy.path], package: "systemd", environment: environment)
+        #expect(run.status == 0, "\(run.summary)")
+        let complaints = run.lines.filter { $0.contains("gate-user.service") || $0.contains(folder.path) }
+        #expect(complaints.isEmpty, "systemd-analyze --user verify warned about the unit:\n\(complaints.joined(separator: "\n"))")
     }
 
     @Test("systemd-analyze security --offline=true: overall exposure at most 2.0")
@@ -143,6 +159,7 @@ struct DeployTests {
         for (path, mode) in [
             ("usr/bin/gate", "755"),
             ("usr/lib/systemd/system/gate.service", "644"),
+            ("usr/lib/systemd/user/gate-user.service", "644"),
             ("usr/lib/sysusers.d/gate.conf", "644"),
             ("usr/lib/tmpfiles.d/gate.conf", "644"),
             ("usr/lib/udev/rules.d/99-gate-gpio.rules", "644"),
@@ -177,7 +194,8 @@ struct DeployTests {
         let scripts = ["scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
                        "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
                        "scripts/bench/remote",
-                       "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon", "scripts/ha-test"]
+                       "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon", "scripts/ha-test",
+                       "scripts/notify-test"]
             .map { root.appendingPathComponent($0).path }
             .filter { FileManager.default.fileExists(atPath: $0) }
         // Every shell script in scripts/ and scripts/bench/ is in the list (a new one is not
@@ -215,6 +233,20 @@ enum Deploy {
             throw GateRunner.Failure("deploy/\(relative) is missing (looked at \(url.path))")
         }
         return url
+    }
+
+    static let execStart = "ExecStart=/usr/bin/gate daemon"
+
+    /// `unit` in a folder of its own under its own name, for `systemd-analyze verify`,
+    /// which checks that ExecStart's binary exists: pointed at the gate just built,
+    /// otherwise unchanged.
+    static func verifiableCopy(of unit: String, named name: String) throws -> (folder: URL, copy: URL) {
+        let folder = try temporaryFolder("verify")
+        let copy = folder.appendingPathComponent(name)
+        let gate = try GateRunner.binary()
+        try unit.replacingOccurrences(of: execStart, with: "ExecStart=\(gate.path) daemon")
+            .write(to: copy, atomically: true, encoding: .utf8)
+        return (folder, copy)
     }
 
     static func temporaryFolder(_ label: String) throws -> URL {

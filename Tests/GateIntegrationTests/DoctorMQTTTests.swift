@@ -44,7 +44,7 @@ struct DoctorMQTTTests {
             #expect(Set(finding.keys) == ["check", "status", "detail", "fix"], "\(finding)")
         }
         #expect(doctor.statuses == [
-            "config": "ok", "runtime": "ok", "state": "ok", "udp": "ok",
+            "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok",
             "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
         ], "\(doctor.run.summary)")
         #expect(doctor["mqtt-password"].detail.contains("systemd credentials"))

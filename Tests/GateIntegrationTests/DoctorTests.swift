@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Every check `gate doctor` prints, in order.
-let doctorChecks = ["config", "runtime", "state", "udp", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio", "homeassistant"]
+let doctorChecks = ["config", "runtime", "state", "daemon", "udp", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio", "homeassistant"]
 
 /// `gate doctor --json`, run and parsed; findings keyed by check.
 struct DoctorOutcome {
@@ -151,7 +151,7 @@ struct DoctorTests {
         let failure = try #require(lines.firstIndex { $0.hasPrefix("FAIL  udp ") })
         #expect(lines[failure + 1].trimmingCharacters(in: .whitespaces).hasPrefix("fix: "))
         #expect(lines[failure + 1].hasPrefix("      "))
-        #expect(lines.last?.hasPrefix("1 of 9 checks failed") == true, "\(run.stdout)")
+        #expect(lines.last?.hasPrefix("1 of 10 checks failed") == true, "\(run.stdout)")
     }
 
     @Test("No runtime folder can be chosen: runtime FAIL with the deploy-files hint, the state folder still checked")

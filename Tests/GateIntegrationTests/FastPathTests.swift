@@ -29,6 +29,8 @@ import GateTestSupport
         ["-v", "open"],
         ["-v", "open", "-v"],
         ["open", "--force", "--source", "cli", "--via", "mqtt", "--json", "--config", "g.toml", "-v"],
+        ["open", "--direct"],
+        ["open", "--direct", "--via", "mqtt", "--json"],
     ]
 
     static let leftToArgumentParser: [[String]] = [
@@ -54,6 +56,9 @@ import GateTestSupport
         ["open", "open"],
         ["--json", "open"],
         ["--force", "open"],
+        ["open", "--direct", "--direct"],
+        ["open", "--direct=yes"],
+        ["--direct", "open"],
         ["open", "--config"],
         ["open", "--config", "--json"],
         ["--config", "a.toml", "open", "--config", "b.toml"],

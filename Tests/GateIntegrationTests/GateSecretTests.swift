@@ -332,16 +332,8 @@ struct GateSecretTests {
     @Test("CLibSecret's hand-written prototypes match the real libsecret and GLib headers")
     func shimMatchesHeaders() throws {
         let shim = packageRoot.appendingPathComponent("Sources/CLibSecret/shim.h").path
-        let source = "#include <libsecret/secret.h>\n#define GATE_SECRET_CHECK_PROTOTYPES\n#include \"\(shim)\"\n"
-        let compiler = ["clang", "cc"].first { name in
-            (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
-                .contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") }
-        }
-        let cc = try #require(compiler, "no C compiler on PATH")
-        let run = try SessionCommand.run(
-            "/bin/sh", ["-c", "\(cc) -fsyntax-only -Werror $(pkg-config --cflags libsecret-1) -x c -"],
-            stdin: source, environment: ProcessInfo.processInfo.environment
-        )
+        let run = try ShimCheck.run(shim: shim, after: "libsecret/secret.h", define: "GATE_SECRET_CHECK_PROTOTYPES",
+                                    cflags: "$(pkg-config --cflags libsecret-1)")
         #expect(run.status == 0, "needs libsecret-1-dev and pkg-config: \(run.summary)")
     }
 

@@ -11,6 +11,9 @@ import Glibc
 ///     let env = session.environment()                       // GateRunner.isolatedEnvironment() + the bus
 ///     let open = try GateRunner.run(["open", "--via", "mqtt", "--config", path], environment: env)
 ///
+/// With `notificationServer`, the session also has a real freedesktop notification
+/// server: dunst on its own Xvfb display (`dunstctl history` says what it showed).
+///
 /// `dbus-run-session` runs a small sh script that unlocks the keyring (`printf pw |
 /// gnome-keyring-daemon --unlock --components=secrets`), waits until the keyring owns
 /// `org.freedesktop.secrets`, writes the bus address and both daemons' pids to a file, and
@@ -29,6 +32,8 @@ public final class SecretSession {
     let busAddress: String
     let busPID: Int32
     let keyringPID: Int32
+    /// Xvfb's and dunst's pids, with `notificationServer`.
+    let displayPIDs: [Int32]
     /// The keyring's HOME (its files live under `.local/share/keyrings`).
     public let home: URL
     public let directory: URL
@@ -40,10 +45,17 @@ public final class SecretSession {
     /// The keyring's own password (not a secret under test).
     static let keyringPassword = "session-keyring-pw"
 
-    public init(readyTimeout: Duration = .seconds(20)) throws {
+    public init(readyTimeout: Duration = .seconds(20), notificationServer: Bool = false) throws {
         for tool in ["/usr/bin/dbus-run-session", "/usr/bin/gnome-keyring-daemon", "/usr/bin/dbus-send"] {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
                 throw Failure("\(tool) is missing: the Secret Service tests need the packages dbus and gnome-keyring")
+            }
+        }
+        if notificationServer {
+            for tool in ["/usr/bin/Xvfb", "/usr/bin/dunst", "/usr/bin/dunstctl"] {
+                guard FileManager.default.isExecutableFile(atPath: tool) else {
+                    throw Failure("\(tool) is missing: the notification tests need the packages xvfb and dunst")
+                }
             }
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-secret-session-\(UUID().uuidString)")
@@ -59,7 +71,8 @@ public final class SecretSession {
         session = try MosquittoBroker.Child(
             "/usr/bin/env",
             ["-i", "HOME=\(home.path)", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-             "/usr/bin/dbus-run-session", "--", "/bin/sh", script, readyFile, stopFile, String(getpid()), Self.keyringPassword],
+             "/usr/bin/dbus-run-session", "--", "/bin/sh", script, readyFile, stopFile, String(getpid()), Self.keyringPassword,
+             notificationServer ? "notify" : ""],
             stdout: URL(fileURLWithPath: logFile), stderr: URL(fileURLWithPath: logFile), watchdog: false
         )
 
@@ -68,7 +81,7 @@ public final class SecretSession {
         while true {
             if let text = try? String(contentsOfFile: readyFile, encoding: .utf8) {
                 lines = text.split(separator: "\n").map(String.init)
-                if lines.count == 3 { break }
+                if lines.count == (notificationServer ? 5 : 3) { break }
             }
             if !session.isRunning || ContinuousClock.now >= deadline {
                 let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
@@ -81,6 +94,7 @@ public final class SecretSession {
         busAddress = lines[0]
         busPID = Int32(lines[1]) ?? 0
         keyringPID = Int32(lines[2]) ?? 0
+        displayPIDs = lines.dropFirst(3).map { Int32($0) ?? 0 }
     }
 
     deinit {
@@ -89,7 +103,8 @@ public final class SecretSession {
             session.terminate(grace: .zero)
         }
         // dbus-run-session ends the bus and the script ends the keyring; make sure of both.
-        for (pid, command) in [(keyringPID, "gnome-keyring-d"), (busPID, "dbus-daemon")] {
+        let display = displayPIDs.count == 2 ? [(displayPIDs[1], "dunst"), (displayPIDs[0], "Xvfb")] : []
+        for (pid, command) in display + [(keyringPID, "gnome-keyring-d"), (busPID, "dbus-daemon")] {
             Self.killIfRunning(pid, command: command)
         }
         try? FileManager.default.removeItem(at: directory)
@@ -138,6 +153,42 @@ public final class SecretSession {
         guard run.status == 0 else { throw Failure("cannot lock the keyring: \(run.summary)") }
     }
 
+    /// `dunstctl history`: the notifications dunst closed (call `closeAllNotifications`
+    /// first for those still shown), newest first, as `(id, summary, body)`.
+    public func notificationHistory() throws -> [(id: Int, summary: String, body: String)] {
+        let run = try self.run("/usr/bin/dunstctl", ["history"])
+        guard run.status == 0,
+              let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+              let lists = json["data"] as? [[[String: Any]]] else {
+            throw Failure("dunstctl history: \(run.summary)")
+        }
+        return lists.flatMap { $0 }.map { entry in
+            func field(_ name: String) -> Any? { (entry[name] as? [String: Any])?["data"] }
+            return ((field("id") as? Int) ?? -1, (field("summary") as? String) ?? "", (field("body") as? String) ?? "")
+        }
+    }
+
+    /// `dunstctl count displayed`: how many notifications dunst shows right now.
+    public func displayedNotifications() throws -> Int {
+        let run = try self.run("/usr/bin/dunstctl", ["count", "displayed"])
+        guard run.status == 0, let count = Int(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw Failure("dunstctl count displayed: \(run.summary)")
+        }
+        return count
+    }
+
+    /// Ends dunst, as a notification server that crashed or was quit: the bus stays.
+    public func stopNotificationServer() throws {
+        guard displayPIDs.count == 2 else { throw Failure("this session has no notification server (notificationServer: false)") }
+        Self.killIfRunning(displayPIDs[1], command: "dunst")
+    }
+
+    /// `dunstctl close-all`: every shown notification goes into the history.
+    public func closeAllNotifications() throws {
+        let run = try self.run("/usr/bin/dunstctl", ["close-all"])
+        guard run.status == 0 else { throw Failure("dunstctl close-all: \(run.summary)") }
+    }
+
     private static func killIfRunning(_ pid: Int32, command: String) {
         guard pid > 0 else { return }
         func alive() -> Bool {
@@ -153,7 +204,8 @@ public final class SecretSession {
         if alive() { kill(pid, SIGKILL) }
     }
 
-    /// $1 ready file, $2 stop file, $3 the test process's pid, $4 the keyring's password.
+    /// $1 ready file, $2 stop file, $3 the test process's pid, $4 the keyring's password,
+    /// $5 `notify` for a notification server (Xvfb picks a free display and says which).
     /// dash: no `<<<`, no arrays.
     private static let script = #"""
         ready=$1 stop=$2 owner=$3
@@ -174,7 +226,27 @@ public final class SecretSession {
         done
         keyring=$(pid_of org.freedesktop.secrets)
         bus=$(pid_of org.freedesktop.DBus)
-        printf '%s\n%s\n%s\n' "$DBUS_SESSION_BUS_ADDRESS" "$bus" "$keyring" > "$ready.tmp" && mv "$ready.tmp" "$ready"
+        printf '%s\n%s\n%s\n' "$DBUS_SESSION_BUS_ADDRESS" "$bus" "$keyring" > "$ready.tmp"
+        if [ -n "$5" ]; then
+            Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp 3>"$ready.display" >/dev/null 2>&1 &
+            xvfb=$!
+            tries=0
+            until [ -s "$ready.display" ]; do
+                tries=$((tries + 1))
+                [ "$tries" -gt 100 ] && { echo "Xvfb did not start" >&2; kill "$keyring" "$xvfb"; exit 3; }
+                sleep 0.1
+            done
+            DISPLAY=":$(head -n 1 "$ready.display")" dunst -conf /dev/null >/dev/null 2>&1 &
+            dunst=$!
+            tries=0
+            until has_owner org.freedesktop.Notifications; do
+                tries=$((tries + 1))
+                [ "$tries" -gt 100 ] && { echo "dunst never owned org.freedesktop.Notifications" >&2; kill "$keyring" "$dunst" "$xvfb"; exit 4; }
+                sleep 0.1
+            done
+            printf '%s\n%s\n' "$xvfb" "$dunst" >> "$ready.tmp"
+        fi
+        mv "$ready.tmp" "$ready"
         # Until told to stop, or until the test process is gone (or a zombie nobody reaps).
         while [ ! -e "$stop" ]; do
             state=$(sed 's/.*) //' "/proc/$owner/stat" 2>/dev/null | cut -d' ' -f1)
@@ -182,6 +254,7 @@ public final class SecretSession {
             sleep 0.1
         done
         kill "$keyring" 2>/dev/null
+        [ -n "$5" ] && kill "$dunst" "$xvfb" 2>/dev/null
         exit 0
         """#
 }

@@ -77,6 +77,12 @@ extension GateConfig {
                 ("name", old.name != new.name),
             ]
         }
+        + Self.changes(in: "notify", old: old.notify, new: notify) { old, new in
+            [
+                ("every_opening", old.everyOpening != new.everyOpening),
+                ("timeout_ms", old.timeoutMilliseconds != new.timeoutMilliseconds),
+            ]
+        }
     }
 
     /// The daemon's log line for a reload:

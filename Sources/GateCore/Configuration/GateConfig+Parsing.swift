@@ -22,7 +22,7 @@ extension GateConfig {
 
 /// The tables of docs/CONTRACT.md#configuration and the keys each allows.
 enum ConfigTable: String, CaseIterable {
-    case udp, mqtt, button, runtime, homeassistant
+    case udp, mqtt, button, runtime, homeassistant, notify
 
     var keys: [String] {
         switch self {
@@ -31,10 +31,11 @@ enum ConfigTable: String, CaseIterable {
         case .button: ["chip", "line", "active_low", "debounce_ms"]
         case .runtime: ["reset_delay", "cooldown"]
         case .homeassistant: ["discovery_prefix", "node_id", "name"]
+        case .notify: ["every_opening", "timeout_ms"]
         }
     }
 
-    static let list = "[udp], [mqtt], [button], [runtime] or [homeassistant]"
+    static let list = "[udp], [mqtt], [button], [runtime], [homeassistant] or [notify]"
 }
 
 /// Walks a parsed document once, collecting problems instead of stopping at
@@ -101,6 +102,7 @@ struct ConfigValidator {
             _ = runtimeConfig()
             _ = buttonConfig()
             _ = homeAssistantConfig()
+            _ = notifyConfig()
             return nil
         }
         let udp = udpConfig()
@@ -108,11 +110,13 @@ struct ConfigValidator {
         let button = buttonConfig()
         let runtime = runtimeConfig()
         let homeAssistant = homeAssistantConfig()
+        let notify = notifyConfig()
         if tableLines[.udp] != nil, udp == nil { return nil }
         if tableLines[.mqtt] != nil, mqtt == nil { return nil }
         if tableLines[.button] != nil, button == nil { return nil }
         if tableLines[.homeassistant] != nil, homeAssistant == nil { return nil }
-        return GateConfig(udp: udp, mqtt: mqtt, button: button, runtime: runtime, homeAssistant: homeAssistant)
+        if tableLines[.notify] != nil, notify == nil { return nil }
+        return GateConfig(udp: udp, mqtt: mqtt, button: button, runtime: runtime, homeAssistant: homeAssistant, notify: notify)
     }
 
     /// Sorts every header and key into known or refused, and files the known ones.

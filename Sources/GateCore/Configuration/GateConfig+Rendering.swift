@@ -58,6 +58,14 @@ extension GateConfig {
                 "name = \(TOMLDocument.quoted(homeAssistant.name))",
             ]
         }
+        if let notify {
+            lines += [
+                "",
+                "[notify]",
+                "every_opening = \(notify.everyOpening)",
+                "timeout_ms = \(notify.timeoutMilliseconds)",
+            ]
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

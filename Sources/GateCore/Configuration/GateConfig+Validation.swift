@@ -148,6 +148,15 @@ extension ConfigValidator {
         return valid ? HomeAssistantConfig(discoveryPrefix: prefix, nodeID: nodeID, name: name) : nil
     }
 
+    /// `[notify]` (docs/CONTRACT.md#desktop): the table's presence turns notifications on.
+    mutating func notifyConfig() -> NotifyConfig? {
+        guard tableLines[.notify] != nil else { return nil }
+        let everyOpening = boolean(.notify, "every_opening")
+        let timeout = integer(.notify, "timeout_ms", in: NotifyConfig.timeoutRange, unit: " ms; 0 keeps it until dismissed")
+        guard !everyOpening.isInvalid, !timeout.isInvalid else { return nil }
+        return NotifyConfig(everyOpening: everyOpening.or(false), timeoutMilliseconds: timeout.or(NotifyConfig.defaultTimeoutMilliseconds))
+    }
+
     // MARK: Keys with their own rules
 
     private mutating func host(in table: ConfigTable, what: String) -> String? {

@@ -10,16 +10,38 @@ public struct GateConfig: Sendable, Equatable {
     public var runtime: RuntimeConfig
     /// docs/CONTRACT.md#home-assistant: only with `[mqtt]`, read by `gate daemon`.
     public var homeAssistant: HomeAssistantConfig?
+    /// docs/CONTRACT.md#desktop: desktop notifications, read by `gate daemon`; absent means off.
+    public var notify: NotifyConfig?
 
     public init(
         udp: UDPConfig? = nil, mqtt: MQTTConfig? = nil, button: ButtonConfig? = nil, runtime: RuntimeConfig = RuntimeConfig(),
-        homeAssistant: HomeAssistantConfig? = nil
+        homeAssistant: HomeAssistantConfig? = nil, notify: NotifyConfig? = nil
     ) {
         self.udp = udp
         self.mqtt = mqtt
         self.button = button
         self.runtime = runtime
         self.homeAssistant = homeAssistant
+        self.notify = notify
+    }
+}
+
+/// Desktop notifications through the freedesktop notification service (docs/CONTRACT.md#desktop).
+public struct NotifyConfig: Sendable, Equatable {
+    public static let defaultTimeoutMilliseconds = 10_000
+    /// An hour: a notification server takes an `int32` of milliseconds, and a gate
+    /// notice older than that tells nobody anything.
+    public static let timeoutRange = 0...3_600_000
+
+    /// Also the openings of this desktop's own CLI and widgets; otherwise only openings
+    /// by others (`elsewhere`, `button`, `homeassistant`) and failures.
+    public var everyOpening: Bool
+    /// How long the server shows a notification; 0: until it is dismissed.
+    public var timeoutMilliseconds: Int
+
+    public init(everyOpening: Bool = false, timeoutMilliseconds: Int = NotifyConfig.defaultTimeoutMilliseconds) {
+        self.everyOpening = everyOpening
+        self.timeoutMilliseconds = timeoutMilliseconds
     }
 }
 

@@ -3,6 +3,8 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case config
     case runtime
     case state
+    /// Which daemon serves the runtime folder's control socket (SPEC §10).
+    case daemon
     case udp
     case mqttPassword = "mqtt-password"
     case mqttTCP = "mqtt-tcp"

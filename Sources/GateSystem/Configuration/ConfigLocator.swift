@@ -95,6 +95,14 @@ public struct ConfigLocator: Sendable {
         return .success((config, candidate))
     }
 
+    /// The file `path` names, links resolved, or nil when it does not exist: how the
+    /// daemon and `gate open` tell whether they read the same configuration.
+    public static func canonical(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])

@@ -24,6 +24,7 @@ public enum Doctor {
         findings.append(DoctorVerdict.config(configFacts))
 
         findings += folders(environment: environment, user: user)
+        findings.append(daemon(environment: environment, user: user, configPath: loaded.flatMap { ConfigLocator.canonical($0.1) }))
 
         guard let (config, file) = loaded else {
             let why = "not checked: no valid configuration"
@@ -106,6 +107,16 @@ public enum Doctor {
         case .failure(let failure):
             return .fail(.homeassistant, .unavailable, "cannot check the command topic \(topics.command): \(failure)",
                          fix: "check the broker named in [mqtt] of \(file)")
+        }
+    }
+
+    /// Which daemon serves the runtime folder: asked on its control socket.
+    private static func daemon(environment: [String: String], user: DoctorUser, configPath: String?) -> DoctorFinding {
+        switch RuntimePaths.resolve(environment: environment) {
+        case .success(let paths):
+            return DoctorVerdict.daemon(DoctorProbe.daemon(paths), user: user, configPath: configPath)
+        case .failure:
+            return .skip(.daemon, "not checked: no usable runtime folder")
         }
     }
 

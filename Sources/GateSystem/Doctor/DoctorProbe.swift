@@ -36,6 +36,26 @@ public enum DoctorProbe {
         return DoctorUser(name: String(cString: name), uid: uid)
     }
 
+    /// Who answers on the runtime folder's control socket, and whether `gate open`
+    /// would hand it its openings.
+    public static func daemon(_ paths: RuntimePaths) -> DaemonFacts {
+        let socket = paths.controlSocket
+        switch ControlClient.who(paths: paths) {
+        case .noSocket:
+            return .absent(socket: socket)
+        case .nobodyAnswers(let error) where error.code == ECONNREFUSED:
+            return .stale(socket: socket)
+        case .nobodyAnswers(let error):
+            return .unusable(socket: socket, why: error.description)
+        case .answered(let daemon, let peer):
+            return .answered(daemon, peerUID: peer.uid, socket: socket)
+        case .untrusted(let peer):
+            return .untrusted(pid: peer.pid, uid: peer.uid, socket: socket)
+        case .failed(let why):
+            return .unusable(socket: socket, why: why)
+        }
+    }
+
     /// The runtime folder an opening would use, its lock, and whether the shared
     /// `/run/gate` exists but was passed over because this account cannot write it.
     public static func runtime(_ paths: RuntimePaths, environment: [String: String]) -> (FolderFacts, LockFacts, sharedUnwritable: String?) {

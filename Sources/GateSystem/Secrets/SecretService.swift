@@ -158,20 +158,15 @@ public struct SecretServiceSource: SecretSource {
     }
 }
 
-/// Where libsecret would find the session bus, as GLib looks for it: without one
-/// there is no Secret Service, and GLib's last resort (autolaunching a bus through
-/// X11) would only fail slowly or leave a stray bus behind.
-enum SessionBus {
+/// Without a session bus there is no Secret Service, and GLib's last resort
+/// (autolaunching a bus through X11) would only fail slowly or leave a stray bus behind.
+extension SessionBus {
     static let headlessAdvice = "on a headless machine or for the system service, provide the password as the "
         + "systemd credential `mqtt-password` instead (LoadCredentialEncrypted=mqtt-password; "
         + "gate reads $CREDENTIALS_DIRECTORY/mqtt-password)"
 
     static func check(environment: [String: String]) throws(SecretServiceFailure) {
-        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            var info = stat()
-            if stat(runtime + "/bus", &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { return }
-        }
+        if isPresent(environment: environment) { return }
         throw .unavailable("there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
             + "Service to ask; \(headlessAdvice)")
     }

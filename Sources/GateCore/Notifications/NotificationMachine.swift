@@ -1,0 +1,186 @@
+/// Which openings become desktop notifications, with which words, replacing which
+/// (docs/CONTRACT.md#desktop): events in (status records as the status file shows them, the
+/// server's answers), actions out (notices to show). No I/O.
+///
+/// The status file is the one source: every opener writes it (the CLI, widgets,
+/// the button, Home Assistant, the daemon's `elsewhere` recording), so it sees all
+/// openings whoever made them. A reader may miss intermediate states (several
+/// writes between two reads), so an opening is recognised by what changed:
+/// a busy record while none was in flight begins one; a new `last` ends one.
+///
+/// One notification per opening: its first notice is shown as a new notification,
+/// and each later one for the same opening replaces it (`replaces` is the id the
+/// server gave the first). Any number of writes for one opening make at most two
+/// notices: its start and its end.
+///
+/// The caller shows a `.show` notice and feeds back `.shown(id:)` or `.notShown`
+/// before the next observation.
+public struct NotificationMachine: Sendable {
+    public enum Urgency: UInt8, Sendable {
+        case low = 0
+        case normal = 1
+        case critical = 2
+    }
+
+    public struct Notice: Sendable, Equatable {
+        public var summary: String
+        public var body: String
+        public var urgency: Urgency
+        /// The server's id of the notification this one replaces; 0: a new one.
+        public var replaces: UInt32
+        /// How long the server shows it; 0: until dismissed.
+        public var timeoutMilliseconds: Int32
+
+        public init(summary: String, body: String, urgency: Urgency, replaces: UInt32, timeoutMilliseconds: Int32) {
+            self.summary = summary
+            self.body = body
+            self.urgency = urgency
+            self.replaces = replaces
+            self.timeoutMilliseconds = timeoutMilliseconds
+        }
+    }
+
+    public enum Event: Sendable {
+        /// The status file's effective record, read after it changed.
+        case observed(StatusRecord)
+        /// The server showed the last notice under this id.
+        case shown(id: UInt32)
+        /// The last notice could not be shown (no server, an error): the opening's next
+        /// notice is a new notification.
+        case notShown
+        /// A reload changed `[notify]`.
+        case settings(NotifyConfig)
+    }
+
+    public enum Action: Sendable, Equatable {
+        case show(Notice)
+    }
+
+    /// The openings made by someone other than this desktop's user: notified even
+    /// when they succeed.
+    public static let othersSources: Set<String> = ["elsewhere", "button", "homeassistant"]
+
+    struct Opening: Equatable {
+        var source: String
+        var pid: Int32?
+        /// The server's id of its notification, once shown.
+        var id: UInt32?
+    }
+
+    private var settings: NotifyConfig
+    /// The last finished opening as last read: the same `last` again is no new opening.
+    private var lastSeen: StatusRecord.Last?
+    private var inFlight: Opening?
+    /// The opening whose notice was shown last, until the server answers.
+    private var awaitingID: Opening?
+
+    /// Starts from the record the file holds now: what already happened is not notified,
+    /// and an opening already in flight is notified only at its end.
+    public init(settings: NotifyConfig, current: StatusRecord?) {
+        self.settings = settings
+        self.lastSeen = current?.last
+        if let current, current.state.isBusy {
+            inFlight = Opening(source: current.source ?? "unknown", pid: current.pid, id: nil)
+        }
+    }
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .settings(let new):
+            settings = new
+            return []
+        case .shown(let id):
+            if var opening = awaitingID, opening == inFlight {
+                opening.id = id
+                inFlight = opening
+            }
+            awaitingID = nil
+            return []
+        case .notShown:
+            awaitingID = nil
+            return []
+        case .observed(let record):
+            return observe(record)
+        }
+    }
+
+    private mutating func observe(_ record: StatusRecord) -> [Action] {
+        var actions: [Action] = []
+        if let last = record.last, last != lastSeen {
+            lastSeen = last
+            // The opening in flight ended, or one came and went between two reads.
+            let opening = inFlight?.source == last.source ? inFlight : nil
+            inFlight = nil
+            if let notice = finished(last, replacing: opening?.id) {
+                actions.append(.show(notice))
+                awaitingID = nil
+            }
+        }
+        switch record.state {
+        case .triggering, .waitingForRelayClose:
+            let opening = Opening(source: record.source ?? "unknown", pid: record.pid, id: nil)
+            if let current = inFlight, current.source == opening.source, current.pid == opening.pid { break }
+            inFlight = opening
+            guard wants(source: opening.source) else { break }
+            actions.append(.show(Notice(
+                summary: "Gate: opening (\(opening.source))…", body: Self.startBody(record), urgency: .low, replaces: 0,
+                timeoutMilliseconds: timeout
+            )))
+            awaitingID = opening
+        case .ready, .timeout, .error:
+            break
+        }
+        return actions
+    }
+
+    private func wants(source: String) -> Bool {
+        settings.everyOpening || Self.othersSources.contains(source)
+    }
+
+    private var timeout: Int32 { Int32(clamping: settings.timeoutMilliseconds) }
+
+    private func finished(_ last: StatusRecord.Last, replacing id: UInt32?) -> Notice? {
+        let source = last.source
+        let duration = last.durationMs.map { "\($0) ms" }
+        switch last.outcome {
+        case .success:
+            // A replaced start notice is always finished, whoever opened.
+            guard wants(source: source) || id != nil else { return nil }
+            let how = [last.adapter, duration].compactMap { $0 }.joined(separator: ", ")
+            return Notice(
+                summary: "Gate: relay cycle confirmed" + (how.isEmpty ? "" : " (\(how))"),
+                body: "source: \(source)", urgency: .normal, replaces: id ?? 0, timeoutMilliseconds: timeout
+            )
+        case .timeout, .error:
+            let why = last.error.flatMap(GateKeeperError.init(rawValue:))?.summary ?? last.error ?? "the opening failed"
+            let details = [last.adapter.map { "via \($0)" }, duration].compactMap { $0 }.joined(separator: ", ")
+            return Notice(
+                summary: "Gate: opening failed (\(source))", body: why + (details.isEmpty ? "" : " (\(details))"),
+                urgency: .critical, replaces: id ?? 0, timeoutMilliseconds: timeout
+            )
+        case .interrupted:
+            return Notice(
+                summary: "Gate: opening interrupted (\(source))",
+                body: "the opener stopped mid-cycle; the relay may have cycled", urgency: .critical,
+                replaces: id ?? 0, timeoutMilliseconds: timeout
+            )
+        }
+    }
+
+    private static func startBody(_ record: StatusRecord) -> String {
+        switch record.state {
+        case .waitingForRelayClose: "relay on (1), waiting for its release (0)"
+        case .triggering, .ready, .timeout, .error: "trigger sent" + (record.adapter.map { " via \($0)" } ?? "")
+        }
+    }
+}
+
+extension GateState {
+    /// An opening is in flight.
+    public var isBusy: Bool {
+        switch self {
+        case .triggering, .waitingForRelayClose: true
+        case .ready, .timeout, .error: false
+        }
+    }
+}

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GateCore
+import GateSystem
+import Logging
+import ServiceLifecycle
+
+/// The control socket (SPEC §10): `gate open` hands its opening to the daemon,
+/// which runs it through the one pipeline (lock, cooldown, warm link) and streams
+/// its states and result back; `gate doctor` asks who serves the runtime folder.
+///
+/// Openings are not queued: one asked while another runs gets the pipeline's
+/// `operationInProgress`. A client that hangs up does not stop its opening. On
+/// graceful shutdown the socket goes away at once and openings in flight finish.
+struct ControlService: Service, CustomStringConvertible {
+    static let name = "control"
+    var description: String { Self.name }
+
+    let context: DaemonContext
+    let listener: ControlListener
+
+    /// Listens on the runtime folder's `control.sock`, or says why the daemon runs
+    /// without it: another daemon answers there (never taken from it), or something
+    /// that is not a socket is in the way. Done before READY=1, so that a `gate open`
+    /// started once the daemon is ready finds the socket.
+    static func listen(context: DaemonContext) -> ControlListener? {
+        let logger = context.logger
+        let path = context.paths.controlSocket
+        switch ControlListener.open(path: path) {
+        case .success(.listening(let listener)):
+            logger.info("control socket listening", metadata: ["socket": "\(path)", "replaced_stale": "\(listener.replacedStale)"])
+            return listener
+        case .success(.occupied(let peer)):
+            logger.warning(
+                "another daemon answers on the control socket; this one runs without it (openings by gate open go to the other)",
+                metadata: ["socket": "\(path)", "other_pid": "\(peer.map { "\($0.pid)" } ?? "unknown")", "other_uid": "\(peer.map { "\($0.uid)" } ?? "unknown")"]
+            )
+            return nil
+        case .failure(let error):
+            logger.error("\(error.description); the daemon runs without a control socket")
+            return nil
+        }
+    }
+
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            await withGracefulShutdownHandler {
+                for await connection in listener.requests {
+                    let context = self.context
+                    group.addTask { await Self.serve(connection, context: context) }
+                }
+            } onGracefulShutdown: {
+                listener.stop()
+            }
+            // The group waits for the openings in flight.
+        }
+        listener.stop()
+    }
+
+    private static func serve(_ connection: ControlConnection, context: DaemonContext) async {
+        var logger = context.logger
+        logger[metadataKey: "opener_uid"] = "\(connection.peer.uid)"
+        logger[metadataKey: "opener_pid"] = "\(connection.peer.pid)"
+        switch connection.request {
+        case .failure(let problem):
+            logger.notice("control request refused: \(problem)")
+            connection.send(.error(problem.description))
+        case .success(.who):
+            logger.debug("control request: who")
+            connection.send(.who(ControlDaemon(
+                pid: getpid(), uid: geteuid(), configPath: ConfigLocator.canonical(context.configPath) ?? context.configPath,
+                runtimeDirectory: context.paths.runtimeDirectory
+            )))
+        case .success(.open(let opening)):
+            logger[metadataKey: "source"] = "\(opening.source)"
+            guard let own = ConfigLocator.canonical(context.configPath), ConfigLocator.canonical(opening.configPath) == own else {
+                logger.notice("opening declined: the client uses another configuration", metadata: ["client_config": "\(SafeText.escaped(opening.configPath))"])
+                connection.send(.declined("another configuration: this daemon reads \(context.configPath)"))
+                return
+            }
+            connection.send(.accepted)
+            logger.info("opening handed over on the control socket", metadata: ["via": "\(opening.selection.rawValue)", "force": "\(opening.force)"])
+            let request = OpeningRequest(source: opening.source, selection: opening.selection, force: opening.force)
+            let result = await context.pipeline(logger: logger).open(config: context.config, request: request) { state, adapter in
+                connection.send(.state(state, adapter))
+            }
+            if !connection.send(.result(result)) {
+                logger.notice("the client that asked for the opening is gone; the opening was completed and recorded")
+            }
+            let metadata: Logger.Metadata = [
+                "outcome": "\(result.outcome.rawValue)", "adapter": "\(result.adapter?.rawValue ?? "none")",
+                "duration_ms": "\(result.duration.milliseconds)",
+            ]
+            switch result.error {
+            case nil: logger.info("\(result.message)", metadata: metadata)
+            case .operationInProgress: logger.notice("opening refused: \(result.message)", metadata: metadata)
+            case .some: logger.error("\(result.message)", metadata: metadata)
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import GateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// `key=value` from a daemon log line (`id=7`).
+private func value(_ key: String, in line: String) -> String? {
+    guard let range = line.range(of: " \(key)=") else { return nil }
+    return String(line[range.upperBound...].prefix { $0 != " " })
+}
+
+@Suite("Desktop notifications (docs/CONTRACT.md#desktop, [notify])", .serialized)
+struct NotifyTests {
+    @Test("A real notification server: one notification per opening, replaced as it goes; own openings only when they fail or with every_opening; reload")
+    func realServer() throws {
+        let session = try SecretSession(notificationServer: true)
+        let sim = try Simulator(["--hold-ms", "100"])
+        let environment = session.environment()
+        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n"))
+        let daemon = try DaemonProcess(config: config.path, environment: environment, extraArguments: ["--log-level", "debug"])
+        try daemon.waitForReady()
+        daemon.waitForSettling()
+        #expect(daemon.waitForLog("desktop notifications on"), "\(daemon.log)")
+
+        func history(count: Int) throws -> [(id: Int, summary: String, body: String)] {
+            try session.closeAllNotifications()
+            var found: [(id: Int, summary: String, body: String)] = []
+            _ = try waitUntil { found = try session.notificationHistory(); return found.count >= count }
+            return found
+        }
+
+        // 1. The button (someone else's opening): its start, then its end replacing it.
+        let press = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notification shown", "Gate: relay cycle confirmed"), "\(daemon.log)")
+        let button = daemon.logLines(containing: "desktop notification shown")
+        #expect(button.count == 2, "\(daemon.log)")
+        let id = try #require(button.first.flatMap { value("id", in: $0) })
+        #expect(button.first.flatMap { value("replaces", in: $0) } == "0")
+        #expect(button.last.flatMap { value("replaces", in: $0) } == id, "the end replaces the start: \(button)")
+        #expect(button.last.flatMap { value("id", in: $0) } == id)
+        #expect(button.first?.contains("Gate: opening (button)") == true, "\(button)")
+        #expect(try session.displayedNotifications() == 1, "one notification on the screen for one opening")
+
+        var shown = try history(count: 1)
+        #expect(shown.count == 1, "\(shown)")
+        #expect(shown.first.map { String($0.id) } == id)
+        #expect(shown.first?.summary.hasPrefix("Gate: relay cycle confirmed (udp, ") == true, "\(shown)")
+        #expect(shown.first?.body == "source: button")
+        #expect(!shown.contains { $0.summary.contains("opened") }, "the relay cycle is confirmed, not the gate's movement")
+
+        // 2. This desktop's own CLI: nothing when it succeeds; its failure in words.
+        let own = try GateRunner.run(["open", "--config", config.path], environment: environment)
+        #expect(own.status == 0, "\(own.stderr)")
+        let dead = try TestConfig(daemonConfigText(udpPort: 1, cooldown: 0))
+        let failed = try GateRunner.run(["open", "--config", dead.path], environment: environment)
+        #expect(failed.status != 0)
+        #expect(daemon.waitForLog("desktop notification shown", "Gate: opening failed (cli)"), "\(daemon.log)")
+        shown = try history(count: 2)
+        #expect(shown.count == 2, "the successful CLI opening made none: \(shown)")
+        #expect(shown.first?.summary == "Gate: opening failed (cli)", "\(shown)")
+        #expect(shown.first?.body.contains("no adapter reached the ESP32") == true, "\(shown)")
+
+        // 3. every_opening on reload: the CLI's successful opening is notified too.
+        try daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\nevery_opening = true\n")
+            .write(toFile: config.path, atomically: true, encoding: .utf8)
+        #expect(daemon.waitForLog("configuration reloaded; changed: notify.every_opening"), "\(daemon.log)")
+        let every = try GateRunner.run(["open", "--config", config.path], environment: environment)
+        #expect(every.status == 0, "\(every.stderr)")
+        #expect(daemon.waitForLog("desktop notification shown", "source: cli"), "\(daemon.log)")
+        shown = try history(count: 3)
+        #expect(shown.count == 3, "\(shown)")
+        #expect(shown.first?.body == "source: cli", "\(shown)")
+
+        // 4. [notify] removed: nothing; added again: the next opening only.
+        try daemonConfigText(udpPort: sim.udpPort, cooldown: 0).write(toFile: config.path, atomically: true, encoding: .utf8)
+        #expect(daemon.waitForLog("configuration reloaded; changed: notify (removed)"), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notifications off"), "\(daemon.log)")
+        let unnoticed = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: unnoticed), "\(daemon.log)")
+        try daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n")
+            .write(toFile: config.path, atomically: true, encoding: .utf8)
+        #expect(daemon.waitForLog("configuration reloaded; changed: notify (added)"), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notifications on", count: 2), "\(daemon.log)")
+        let noticed = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: noticed), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notification shown", "Gate: relay cycle confirmed", count: 2), "\(daemon.log)")
+        shown = try history(count: 4)
+        #expect(shown.count == 4, "the press while [notify] was absent made none: \(shown)")
+        #expect(shown.first?.body == "source: button", "\(shown)")
+        #expect(try sim.activations().count == 5)
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
+
+    @Test("[notify] without a session bus: one warning naming the cause; openings and the status file go on")
+    func noSessionBus() throws {
+        let sim = try Simulator(["--hold-ms", "100"])
+        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\n"))
+        let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
+        try daemon.waitForReady()
+        daemon.waitForSettling()
+        #expect(daemon.waitForLog("desktop notifications ([notify]) cannot be shown", "DBUS_SESSION_BUS_ADDRESS is not set"), "\(daemon.log)")
+        let press = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+        #expect(DaemonFiles.last(daemon.status())?["outcome"] as? String == "success")
+        #expect(daemon.logLines(containing: "desktop notification").count == 1, "said once: \(daemon.log)")
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
+
+    @Test("A notification server that went away: logged, the opening and the status file unharmed, tried again")
+    func serverGone() throws {
+        let session = try SecretSession(notificationServer: true)
+        let sim = try Simulator(["--hold-ms", "100"])
+        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n"))
+        let daemon = try DaemonProcess(config: config.path, environment: session.environment(), extraArguments: ["--log-level", "debug"])
+        try daemon.waitForReady()
+        daemon.waitForSettling()
+        try session.stopNotificationServer()
+        let press = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+        #expect(daemon.waitForLog("cannot show a desktop notification: Notify: org.freedesktop.DBus.Error"), "\(daemon.log)")
+        #expect(DaemonFiles.last(daemon.status())?["outcome"] as? String == "success")
+        #expect(daemon.logLines(containing: "warning: cannot show a desktop notification").count == 1, "said once: \(daemon.log)")
+        let before = daemon.logLines(containing: "cannot show a desktop notification").count
+        let again = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: again), "\(daemon.log)")
+        #expect(daemon.waitForLog("cannot show a desktop notification", count: before + 1), "tried again at the next opening: \(daemon.log)")
+        #expect(try sim.activations().count == 2)
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
+
+    @Test("CSDBus's hand-written prototypes match the real sd-bus header")
+    func shimMatchesHeader() throws {
+        let shim = packageRoot.appendingPathComponent("Sources/CSDBus/shim.h").path
+        let run = try ShimCheck.run(shim: shim, after: "systemd/sd-bus.h", define: "GATE_SDBUS_CHECK_PROTOTYPES")
+        #expect(run.status == 0, "needs libsystemd-dev: \(run.summary)")
+    }
+
+    @Test("gate does not link libsystemd (sd-bus is loaded when the first notification is shown)")
+    func notLinked() throws {
+        let run = try SessionCommand.run("/usr/bin/ldd", [try GateRunner.binary().path], stdin: nil, environment: ProcessInfo.processInfo.environment)
+        #expect(run.status == 0, "\(run.summary)")
+        #expect(!run.stdout.contains("libsystemd"), "gate links libsystemd:\n\(run.stdout)")
+    }
+}
