@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
@@ -118,3 +118,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Warnings are errors where GATE_STRICT is set (CI's .ci/run sets it): a warning
+// left today hides tomorrow's. Only gate's own targets: the dependencies' are theirs.
+if Context.environment["GATE_STRICT"] != nil {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+    }
+}

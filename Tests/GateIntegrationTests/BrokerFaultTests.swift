@@ -74,7 +74,8 @@ struct BrokerFaultTests {
         #expect((try? run.json())?["error"] as? String == "operationTimeout", "\(run.summary)")
         let attempt = firstAttempt(run)
         #expect(attempt?["outcome"] as? String == "timeout", "\(run.summary)")
-        #expect((attempt?["reason"] as? String ?? "").contains("link failed"), "\(run.summary)")
+        let reason = attempt?["reason"] as? String ?? ""
+        #expect(reason.contains("link failed"), "\(run.summary)")
         #expect(run.wall < mqttLimit, "took \(run.wall)")
         #expect(try sim.activations().count == 1)
         print("broker-fault: killed mid-cycle: exit \(run.status) after \(run.wall.chaosMilliseconds) ms: \(attempt?["reason"] ?? "?")")

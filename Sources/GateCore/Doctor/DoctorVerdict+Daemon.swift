@@ -1,6 +1,6 @@
 extension DoctorVerdict {
     /// Which daemon serves this account's runtime folder (SPEC §10): the system
-    /// service (root or the folder's owner), this account's own (the user unit), or
+    /// service (root, the folder's owner or the service's user), this account's own (the user unit), or
     /// none, in which case every opening connects by itself. `configPath` is the file
     /// this account's openings read: a daemon reading another one declines them.
     public static func daemon(_ facts: DaemonFacts, user: DoctorUser, configPath: String?) -> DoctorFinding {
@@ -11,7 +11,7 @@ extension DoctorVerdict {
             return .ok(.daemon, "no daemon answers on \(socket) (left by a daemon that stopped without removing it): openings connect by themselves")
         case .untrusted(let pid, let uid, let socket):
             return .fail(.daemon, .unavailable,
-                         "a process of uid \(uid) (pid \(pid)) listens on \(socket): neither root, \(user.name), nor the runtime folder's owner; openings ignore it and connect by themselves",
+                         "a process of uid \(uid) (pid \(pid)) listens on \(socket): neither root, \(user.name), the runtime folder's owner, nor the service's user \(ControlTrust.serviceUser); openings ignore it and connect by themselves",
                          fix: "stop that process and remove \(socket) (who it is: `ss -xlp | grep control.sock`)")
         case .answered(let daemon, let peerUID, _):
             let who = peerUID == user.uid

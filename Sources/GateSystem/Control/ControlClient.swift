@@ -21,14 +21,22 @@ public enum ControlClient {
         case finished(OpeningResult)
     }
 
-    /// Whether the peer may run openings for this account: root, this account, or the
-    /// owner of the runtime folder (the `gate` user owns `/run/gate`). A member of group
-    /// `gate` can put a socket of their own at `control.sock`; the kernel's
-    /// credentials of its listener say who made it.
+    /// Whether the peer may run openings for this account (`ControlTrust`): root, this
+    /// account, the runtime folder's owner, or the system user `gate` that
+    /// `gate.service` runs as.
     public static func trusts(_ peer: PeerCredentials, runtimeDirectory: String) -> Bool {
-        if peer.uid == 0 || peer.uid == geteuid() { return true }
         var info = stat()
-        return stat(runtimeDirectory, &info) == 0 && info.st_uid == peer.uid
+        let owner = stat(runtimeDirectory, &info) == 0 ? UInt32(info.st_uid) : nil
+        return ControlTrust(ownUID: geteuid(), folderOwnerUID: owner, serviceUID: serviceUID()).trusts(peer.uid)
+    }
+
+    /// The uid of the system user `gate`, if this machine has one.
+    static func serviceUID() -> UInt32? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(ControlTrust.serviceUser, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return entry.pw_uid
     }
 
     /// Hands `opening` to the daemon on `paths.controlSocket`, if one answers and is
@@ -78,7 +86,7 @@ public enum ControlClient {
         }
         guard trusts(peer, runtimeDirectory: paths.runtimeDirectory) else {
             logger.warning(
-                "not handing the opening to the process on \(path): it belongs to uid \(peer.uid), neither root, this account, nor the runtime folder's owner; opening directly",
+                "not handing the opening to the process on \(path): it belongs to uid \(peer.uid), neither root, this account, the runtime folder's owner, nor the service's user \(ControlTrust.serviceUser); opening directly",
                 metadata: ["peer_pid": "\(peer.pid)", "peer_uid": "\(peer.uid)"]
             )
             return .openDirectly("the listener on \(path) is not trusted (uid \(peer.uid))")

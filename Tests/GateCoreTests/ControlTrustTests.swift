@@ -1,0 +1,23 @@
+import GateCore
+import Testing
+
+@Suite("Whom gate open hands its openings to on control.sock")
+struct ControlTrustTests {
+    // The deploy files' case: /run/gate is root's, the service runs as the system user gate.
+    let trust = ControlTrust(ownUID: 1000, folderOwnerUID: 0, serviceUID: 998)
+
+    @Test("Root, this account, the folder's owner and the service's user are trusted")
+    func trusted() {
+        #expect(trust.trusts(0))
+        #expect(trust.trusts(1000))
+        #expect(trust.trusts(998))
+        #expect(ControlTrust(ownUID: 1000, folderOwnerUID: 4242, serviceUID: nil).trusts(4242))
+    }
+
+    @Test("Another member of group gate is not, nor anyone when the service's user does not exist")
+    func untrusted() {
+        #expect(!trust.trusts(1001))
+        #expect(!trust.trusts(65534))
+        #expect(!ControlTrust(ownUID: 1000, folderOwnerUID: nil, serviceUID: nil).trusts(998))
+    }
+}
