@@ -193,6 +193,7 @@ struct DeployTests {
         let root = try Deploy.file("debian").deletingLastPathComponent().deletingLastPathComponent()
         let scripts = ["scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
                        "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
+                       "scripts/bench/remote",
                        "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon", "scripts/ha-test",
                        "scripts/notify-test"]
             .map { root.appendingPathComponent($0).path }

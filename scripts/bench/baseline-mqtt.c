@@ -3,7 +3,10 @@
  * connect (MQTT 3.1.1, keep-alive 60, client id bench-XXXXXXXX), subscribe to
  * the status topic at QoS 0, wait for the SUBACK, publish the trigger (Unix time,
  * QoS 0, not retained), then wait for a non-retained `1` and then `0`; 5 s budget.
- * Usage: baseline-mqtt HOST PORT [--tls CAFILE]
+ * Usage: baseline-mqtt HOST PORT [--tls CAFILE] [--nodelay]
+ * --nodelay sets MOSQ_OPT_TCP_NODELAY (off by default in libmosquitto, as in gate):
+ * without it, Nagle's algorithm holds CONNECT back until the server acknowledges the
+ * TLS Finished, one round trip more through a remote broker (scripts/bench/remote).
  * Exit 0 on a confirmed relay cycle; 1 with a one-line reason on stderr otherwise. */
 #include <mosquitto.h>
 #include <stdio.h>
@@ -66,8 +69,16 @@ static void on_message(struct mosquitto *mosq, void *data, const struct mosquitt
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3 && !(argc == 5 && strcmp(argv[3], "--tls") == 0)) {
-        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE]\n", argv[0]);
+    const char *cafile = NULL;
+    int nodelay = 0;
+    int usage = argc < 3;
+    for (int i = 3; i < argc && !usage; i++) {
+        if (strcmp(argv[i], "--tls") == 0 && i + 1 < argc) cafile = argv[++i];
+        else if (strcmp(argv[i], "--nodelay") == 0) nodelay = 1;
+        else usage = 1;
+    }
+    if (usage) {
+        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE] [--nodelay]\n", argv[0]);
         return 64;
     }
     long long deadline = now_ms() + 5000;
@@ -83,8 +94,9 @@ int main(int argc, char **argv) {
     mosquitto_connect_callback_set(mosq, on_connect);
     mosquitto_subscribe_callback_set(mosq, on_subscribe);
     mosquitto_message_callback_set(mosq, on_message);
+    if (nodelay) mosquitto_int_option(mosq, MOSQ_OPT_TCP_NODELAY, 1);
     int rc;
-    if (argc == 5 && (rc = mosquitto_tls_set(mosq, argv[4], NULL, NULL, NULL, NULL)) != MOSQ_ERR_SUCCESS) {
+    if (cafile && (rc = mosquitto_tls_set(mosq, cafile, NULL, NULL, NULL, NULL)) != MOSQ_ERR_SUCCESS) {
         fprintf(stderr, "tls: %s\n", mosquitto_strerror(rc));
         return 1;
     }

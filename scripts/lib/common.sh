@@ -20,13 +20,15 @@ ensure_packages() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# Starts esp32-sim in the background on a free loopback port.
+# Starts esp32-sim in the background on a free loopback port: the machine's, or
+# that of the network namespace named by SIM_NETNS when it is set.
 # Sets SIM_PID and SIM_PORT; the simulator's output goes to files in $1.
 # Remaining arguments go to esp32-sim.
 start_simulator() {
-    local dir="$1" binary="$2"
+    local dir="$1" binary="$2" inside=()
     shift 2
-    "$binary" --udp 127.0.0.1:0 "$@" >"$dir/sim.out" 2>"$dir/sim.err" &
+    [ -z "${SIM_NETNS:-}" ] || inside=(ip netns exec "$SIM_NETNS")
+    "${inside[@]}" "$binary" --udp 127.0.0.1:0 "$@" >"$dir/sim.out" 2>"$dir/sim.err" &
     SIM_PID=$!
     wait_for_start esp32-sim "$SIM_PID" "$dir/sim.err" 100 grep -sqx ready "$dir/sim.out" || return 1
     SIM_PORT=$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/sim.err" | head -n 1)
