@@ -144,6 +144,14 @@ public final class MosquittoClient: @unchecked Sendable {
         if running { _ = api.loop_stop(handle, force) }
     }
 
+    /// Sends every packet at once (`TCP_NODELAY`, before `connect`). With Nagle's
+    /// algorithm the CONNECT waits for the ack of the TLS handshake's last flight and
+    /// the trigger for the ack of the SUBSCRIBE: a round trip each, through a remote
+    /// broker (docs/PERFORMANCE.md, the remote-broker benchmark).
+    public func sendWithoutDelay() throws(MosquittoError) {
+        try check("mosquitto_int_option(TCP_NODELAY)", api.int_option(handle, MOSQ_OPT_TCP_NODELAY, 1))
+    }
+
     /// Speaks MQTT 5 instead of 3.1.1 (before `connect`): needed for subscription options.
     public func useMQTT5() throws(MosquittoError) {
         try check("mosquitto_int_option(PROTOCOL_VERSION)", api.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5))

@@ -43,6 +43,7 @@ struct MQTTStatusTopic: Sendable {
         config: MQTTConfig, password: Secret?, handler: @escaping @Sendable (MosquittoEvent) -> Void
     ) throws -> MosquittoClient {
         let client = try MosquittoClient(clientID: clientID(prefix: config.clientIDPrefix), handler: handler)
+        try client.sendWithoutDelay()
         if let username = config.username {
             if let password {
                 try password.withBytes { try client.setCredentials(username: username, password: $0) }
