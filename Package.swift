@@ -11,10 +11,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // Test-only: the helpers that run `gate` and command-line tools to completion.
-        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
-        // Subprocess names executables by swift-system's `FilePath`.
-        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
@@ -103,8 +99,6 @@ let package = Package(
                 "GateCore",
                 "GateSystem",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tests/GateTestSupport"
         ),

@@ -24,8 +24,21 @@ extension MosquittoBroker {
     /// Runs `executable` to completion (at most `timeout`; killed and reported as a failure after
     /// that). A non-zero exit is returned, not thrown: callers decide what they expected.
     public static func runTool(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(15)) throws -> ToolRun {
-        let finished = try runToCompletion(executable, arguments, timeout: timeout)
-        return ToolRun(arguments: [executable] + arguments, status: finished.status, stdout: finished.stdout, stderr: finished.stderr)
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-tool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let out = scratch.appendingPathComponent("stdout"), err = scratch.appendingPathComponent("stderr")
+        let child = try Child(executable, arguments, stdout: out, stderr: err, watchdog: false)
+        guard child.waitForExit(within: timeout) else {
+            child.terminate(grace: .zero)
+            throw Failure("\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout)")
+        }
+        return ToolRun(
+            arguments: [executable] + arguments,
+            status: child.process.terminationStatus,
+            stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        )
     }
 
     /// A background child process. With `watchdog`, a tiny `sh` loop SIGKILLs it as soon as the

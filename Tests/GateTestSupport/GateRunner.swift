@@ -64,8 +64,8 @@ public enum GateRunner {
 
     /// Runs `gate` with `arguments` and waits at most `timeout` (then kills it and fails).
     public static func run(_ arguments: [String], environment: [String: String] = isolatedEnvironment(), timeout: Duration = .seconds(30)) throws -> GateRun {
-        let finished = try runToCompletion(binary().path, arguments, environment: environment, timeout: timeout)
-        return GateRun(status: finished.status, stdout: finished.stdout, stderr: finished.stderr, wall: finished.wall)
+        let process = try start(arguments, environment: environment)
+        return try process.finish(timeout: timeout)
     }
 
     public static func start(_ arguments: [String], environment: [String: String] = isolatedEnvironment()) throws -> RunningGate {

@@ -1,104 +1,11 @@
 import Foundation
-import Subprocess
-import Synchronization
-import SystemPackage
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// How a child that ran to completion ended and what it printed.
-struct FinishedProcess: Sendable {
-    /// The exit code, or the number of the signal that ended it.
-    var status: Int32
-    var endedBySignal: Bool
-    var stdout: String
-    var stderr: String
-    var wall: Duration
-}
-
-struct ProcessTimedOut: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// Runs `executable` to completion through swift-subprocess, for the synchronous tests: its
-/// children start with an empty signal mask and no descriptor of ours, and their output comes
-/// back through pipes that it closes, which Foundation's `Process` needed `runWithSignalsUnblocked`
-/// and `closeFileStreams` for. Past `timeout` the run is cancelled, which SIGKILLs the child.
-/// `environment` nil: this process's own.
-func runToCompletion(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration) throws -> FinishedProcess {
-    let outcome = Mutex<Result<FinishedProcess, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    let started = ContinuousClock.now
-    let described = ([executable] + arguments).joined(separator: " ")
-    Task(executorPreference: SpawnExecutor.shared) {
-        let result: Result<FinishedProcess, any Error>
-        do {
-            result = .success(try await withThrowingTaskGroup(of: FinishedProcess.self) { group in
-                group.addTask {
-                    let run = try await Subprocess.run(
-                        .path(FilePath(executable)),
-                        arguments: Arguments(arguments),
-                        environment: environment.map { .custom(Dictionary(uniqueKeysWithValues: $0.map { (Environment.Key(stringLiteral: $0.key), $0.value) })) } ?? .inherit,
-                        input: .none,
-                        output: .string(limit: 16 << 20),
-                        error: .string(limit: 16 << 20)
-                    )
-                    let (status, endedBySignal): (Int32, Bool) = switch run.terminationStatus {
-                    case .exited(let code): (code, false)
-                    case .signaled(let signal): (signal, true)
-                    }
-                    return FinishedProcess(status: status, endedBySignal: endedBySignal, stdout: run.standardOutput ?? "",
-                                           stderr: run.standardError ?? "", wall: ContinuousClock.now - started)
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    throw ProcessTimedOut(description: "\(described) did not finish within \(timeout)")
-                }
-                defer { group.cancelAll() }
-                return try await group.next()!
-            })
-        } catch {
-            result = .failure(error)
-        }
-        outcome.withLock { $0 = result }
-        done.signal()
-    }
-    done.wait()  // bounded: the run ends by itself or at `timeout`
-    return try outcome.withLock { $0! }.get()
-}
-
-/// Runs the jobs of the tasks that prefer it on a thread of its own. The synchronous tests run on
-/// Swift's cooperative pool, as wide as the machine has cores, and block their thread while a
-/// child runs: with every pool thread blocked, a run's task scheduled there would never start.
-final class SpawnExecutor: TaskExecutor, @unchecked Sendable {  // `jobs` only under `condition`
-    static let shared = SpawnExecutor()
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-
-    private init() {
-        let thread = Thread { [unowned self] in runJobs() }
-        thread.name = "gate-test-spawn"
-        thread.start()
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func runJobs() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
-    }
-}
+// The helpers spawn through Foundation's `Process` and keep the workarounds below. swift-subprocess
+// 1.0.2 would need none of them (its children start with an empty signal mask and only their three
+// standard streams, and it closes its pipes), but it is async only, and each run starts an
+// unstructured task on Swift's cooperative pool, whose threads (as many as the machine has cores)
+// the synchronous tests block while their child runs: several runs at once deadlocked, even with
+// the run's own task preferring a thread of its own.
 
 /// Foundation's `Process` spawns with the calling thread's signal mask, and test code runs on
 /// Dispatch worker threads that block almost every signal: the child would inherit a blocked
