@@ -1,5 +1,12 @@
 import Foundation
 
+// The helpers spawn through Foundation's `Process` and keep the workarounds below. swift-subprocess
+// 1.0.2 would need none of them (its children start with an empty signal mask and only their three
+// standard streams, and it closes its pipes), but it is async only, and each run starts an
+// unstructured task on Swift's cooperative pool, whose threads (as many as the machine has cores)
+// the synchronous tests block while their child runs: several runs at once deadlocked, even with
+// the run's own task preferring a thread of its own.
+
 /// Foundation's `Process` spawns with the calling thread's signal mask, and test code runs on
 /// Dispatch worker threads that block almost every signal: the child would inherit a blocked
 /// SIGTERM (mosquitto then never logs "terminating" and only SIGKILL ends it). So spawn from a
