@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// What `MosquittoBroker.runTool`, the helper that runs a command-line tool to completion,
 /// promises about the child and about this process once it is done.
@@ -17,10 +17,14 @@ struct SpawnTests {
 
     @Test("A finished child leaves this process nothing open on its output")
     func outputClosed() throws {
-        let run = try MosquittoBroker.runTool("/bin/sh", ["-c", "readlink /proc/self/fd/1; readlink /proc/self/fd/2 >&2"])
+        let run = try MosquittoBroker.runTool(
+            "/bin/sh",
+            ["-c", "readlink /proc/self/fd/1; readlink /proc/self/fd/2 >&2"]
+        )
         #expect(run.status == 0, "\(run.summary)")
         for target in [run.stdout, run.stderr].map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) {
-            let open = target.hasPrefix("pipe:[")
+            let open =
+                target.hasPrefix("pipe:[")
                 ? openDescriptors(named: target)
                 : openDescriptors(under: URL(fileURLWithPath: target).deletingLastPathComponent())
             #expect(!target.isEmpty, "\(run.summary)")
@@ -37,7 +41,9 @@ struct SpawnTests {
         #expect(throws: (any Error).self) {
             try MosquittoBroker.runTool("/bin/sh", ["-c", "echo $$ > \(pidFile); exec sleep 30"], timeout: .seconds(3))
         }
-        let pid = try #require(Int32(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let pid = try #require(
+            Int32(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        )
         #expect(kill(pid, 0) == -1 && errno == ESRCH, "the timed-out child \(pid) still exists")
     }
 }

@@ -10,7 +10,9 @@ import Glibc
 
 @Suite("How gate's MQTT clients talk to the broker")
 struct MQTTClientOptionsTests {
-    @Test("TCP_NODELAY on the broker connection: Nagle's algorithm would hold CONNECT behind the TLS handshake's last ack, one round trip per cold opening")
+    @Test(
+        "TCP_NODELAY on the broker connection: Nagle's algorithm would hold CONNECT behind the TLS handshake's last ack, one round trip per cold opening"
+    )
     func noDelay() throws {
         let broker = try MosquittoBroker()
         let config = MQTTConfig(host: "127.0.0.1", port: Int(broker.port))
