@@ -70,10 +70,9 @@ public struct OpeningPipeline: Sendable {
             MQTTAdapter.prepareLibrary()
         }
         let recorder: OpeningRecorder
-        switch OpeningRecorder.begin(paths: paths, source: request.source, runtime: config.runtime, force: request.force, logger: logger) {
-        case .success(let taken):
-            recorder = taken
-        case .failure(let refusal):
+        do throws(OpeningRecorder.Refusal) {
+            recorder = try OpeningRecorder.begin(paths: paths, source: request.source, runtime: config.runtime, force: request.force, logger: logger)
+        } catch let refusal {
             logger.notice("opening refused", metadata: ["reason": "\(refusal.message)"])
             let error: GateKeeperError
             switch refusal {
@@ -184,7 +183,9 @@ public struct OpeningPipeline: Sendable {
     /// link): recorded as an opening with source `elsewhere` under the same lock,
     /// status file and history. Holding the returned recorder holds the lock.
     public func beginElsewhere(config: GateConfig) -> Result<OpeningRecorder, OpeningRecorder.Refusal> {
-        OpeningRecorder.begin(paths: paths, source: "elsewhere", runtime: config.runtime, force: true, logger: logger)
+        Result { () throws(OpeningRecorder.Refusal) in
+            try OpeningRecorder.begin(paths: paths, source: "elsewhere", runtime: config.runtime, force: true, logger: logger)
+        }
     }
 
     /// What an attempt that ended without its last word amounts to: it sent nothing,
