@@ -108,7 +108,7 @@ public struct OpeningPipeline: Sendable {
         var machine = plan.machine(resetDelay: .seconds(fromConfig: config.runtime.resetDelay))
         var pending = machine.handle(.start(at: openingStart))
         var attemptNumber = 0
-        var running: (number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel, timer: Task<Void, Never>)?
+        var running: (number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel, stopTimer: @Sendable () -> Void)?
         var iterator = inputs.makeAsyncIterator()
 
         while true {
@@ -120,11 +120,11 @@ public struct OpeningPipeline: Sendable {
                     permit.begin(attempt: attemptNumber, deadline: deadline)
                     let ticket = AttemptTicket(deadline: deadline, attempt: attemptNumber, permit: permit, inputs: continuation)
                     let cancel = adapters.make(kind, config: config, selection: selection, logger: logger).attempt(ticket)
-                    running = (attemptNumber, kind, ticket, cancel, Self.overdueTimer(attempt: attemptNumber, deadline: deadline, permit: permit, inputs: continuation, clock: clock))
+                    running = (attemptNumber, kind, ticket, cancel, Self.overdueTimer(attempt: attemptNumber, deadline: deadline, permit: permit, inputs: continuation, clock: clock).cancel)
                 case .stopAdapter(let kind):
                     if let current = running, current.kind == kind {
                         permit.close(attempt: current.number)
-                        current.timer.cancel()
+                        current.stopTimer()
                         current.cancel()
                         running = nil
                     }
@@ -138,7 +138,7 @@ public struct OpeningPipeline: Sendable {
                 case .finished(let result, let resetAt):
                     if let current = running {
                         permit.close(attempt: current.number)
-                        current.timer.cancel()
+                        current.stopTimer()
                         current.cancel()
                     }
                     return (result, resetAt.map { $0.duration(since: clock.now()) })
