@@ -71,11 +71,13 @@ enum FaultMode: String, CaseIterable, Sendable {
     /// One line for `--help`.
     var summary: String {
         switch self {
-        case .none: "reports on (UDP 0x01, MQTT 1), holds the relay for --hold-ms, reports off (0x00, 0): a healthy device"
+        case .none:
+            "reports on (UDP 0x01, MQTT 1), holds the relay for --hold-ms, reports off (0x00, 0): a healthy device"
         case .silent: "activates the relay but never reports"
         case .noRelease: "reports on but never off (the relay still releases after --hold-ms)"
         case .garbage: "reports one invalid answer (UDP 0x7f, MQTT x) instead of on and off"
-        case .slowRelease: "reports on, holds the relay 3000 ms (not --hold-ms) when triggered on that transport, then off"
+        case .slowRelease:
+            "reports on, holds the relay 3000 ms (not --hold-ms) when triggered on that transport, then off"
         case .duplicate: "sends every report twice (UDP: 0x01, 0x01, 0x00, 0x00 as four datagrams)"
         case .udpOff: "no UDP socket at all: nothing listens, a client gets ICMP port unreachable"
         case .mqttOff: "no MQTT connection, even with --mqtt-host"
@@ -125,12 +127,16 @@ struct Faults: Sendable, CustomStringConvertible {
     init(_ settings: [FaultSetting]) throws(ValidationError) {
         for setting in settings {
             if let off = setting.mode.switchesOff, let transport = setting.transport, transport != off {
-                throw ValidationError("--fault \(setting.description): \(setting.mode.rawValue) switches off \(off.rawValue), not \(transport.rawValue)")
+                throw ValidationError(
+                    "--fault \(setting.description): \(setting.mode.rawValue) switches off \(off.rawValue), not \(transport.rawValue)"
+                )
             }
             for transport in setting.targets {
                 if let earlier = modes[transport] {
-                    throw ValidationError("--fault \(setting.description): \(transport.rawValue) already has the fault \(earlier.rawValue); "
-                        + "give at most one per transport, e.g. --fault udp:silent --fault mqtt:garbage")
+                    throw ValidationError(
+                        "--fault \(setting.description): \(transport.rawValue) already has the fault \(earlier.rawValue); "
+                            + "give at most one per transport, e.g. --fault udp:silent --fault mqtt:garbage"
+                    )
                 }
                 modes[transport] = setting.mode
             }

@@ -32,11 +32,15 @@ struct MQTTSettings: Sendable {
     static func validateTopics(trigger: String, status: String) throws(ValidationError) {
         for (option, topic) in [("--mqtt-trigger-topic", trigger), ("--mqtt-status-topic", status)] {
             guard !topic.isEmpty, !topic.contains("+"), !topic.contains("#"), !topic.utf8.contains(0) else {
-                throw ValidationError("\(option) \(topic.debugDescription): must be a non-empty topic without the wildcards + and #")
+                throw ValidationError(
+                    "\(option) \(topic.debugDescription): must be a non-empty topic without the wildcards + and #"
+                )
             }
         }
         guard trigger != status else {
-            throw ValidationError("--mqtt-trigger-topic and --mqtt-status-topic are both \(trigger): the device would trigger itself")
+            throw ValidationError(
+                "--mqtt-trigger-topic and --mqtt-status-topic are both \(trigger): the device would trigger itself"
+            )
         }
     }
 }
@@ -91,6 +95,7 @@ extension SimulatorCommand {
         }
         try MQTTSettings.validateTopics(
             trigger: mqttTriggerTopic ?? MQTTSettings.defaultTriggerTopic,
-            status: mqttStatusTopic ?? MQTTSettings.defaultStatusTopic)
+            status: mqttStatusTopic ?? MQTTSettings.defaultStatusTopic
+        )
     }
 }

@@ -90,7 +90,8 @@ final class MQTTTransport: Sendable {
     func startupTimeoutReason(after waited: Duration) -> String {
         let (connected, lastError) = state.withLock { ($0.connected, $0.lastLibraryError) }
         let limit = "\(milliseconds(waited) / 1000) s"
-        let what = connected
+        let what =
+            connected
             ? "connected but no SUBACK for \(settings.triggerTopic) within \(limit)"
             : "no CONNACK within \(limit)"
         return "MQTT broker \(settings.broker): \(what)" + (lastError.map { " (library: \($0))" } ?? "")
@@ -224,7 +225,8 @@ final class MQTTTransport: Sendable {
             logger.info("ignored retained trigger on \(topic) (payload \(jsonString(text))): stale")
             return
         }
-        let note = !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
+        let note =
+            !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
             ? "" : " (not a Unix time; accepted anyway)"
         logger.info("trigger received via mqtt on \(topic): payload \(jsonString(text))\(note)")
         relay.trigger(via: .mqtt, from: nil, payload: text, reply: nil)

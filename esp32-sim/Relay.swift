@@ -121,7 +121,9 @@ final class Relay: Sendable {
     private func send(_ reports: [Report], edge: RelayEdge, on transport: Transport, to deliver: Deliver) {
         if reports.isEmpty {
             let moment = edge == .closed ? "closed" : "released"
-            logger.debug("fault \(transport.rawValue):\(faults[transport].rawValue): nothing reported when the relay \(moment)")
+            logger.debug(
+                "fault \(transport.rawValue):\(faults[transport].rawValue): nothing reported when the relay \(moment)"
+            )
         }
         for report in reports {
             deliver(report)

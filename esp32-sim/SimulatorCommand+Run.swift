@@ -85,7 +85,9 @@ extension SimulatorCommand {
 
     private func startMQTT(_ settings: MQTTSettings, relay: Relay, logger: Logger) throws -> MQTTTransport {
         if settings.password != nil && settings.username == nil {
-            logger.warning("$\(MQTTSettings.passwordVariable) is set but --mqtt-username is not; connecting without credentials")
+            logger.warning(
+                "$\(MQTTSettings.passwordVariable) is set but --mqtt-username is not; connecting without credentials"
+            )
         }
         if let caFile = settings.caFile, access(caFile, R_OK) != 0 {
             logger.error("--mqtt-tls-ca: \(SystemError("cannot read \(caFile)"))")
@@ -104,7 +106,7 @@ extension SimulatorCommand {
         let user = settings.username.map { " as user \($0)" } ?? ""
         logger.info("connecting to MQTT broker \(settings.broker)\(tls)\(user)")
         if settings.caFile != nil,
-           let failure = tcpConnectFailure(host: settings.host, port: settings.port, timeout: Self.mqttStartupLimit)
+            let failure = tcpConnectFailure(host: settings.host, port: settings.port, timeout: Self.mqttStartupLimit)
         {
             logger.error("cannot connect to MQTT broker \(settings.broker): \(failure)")
             transport.abandon()
@@ -129,7 +131,9 @@ extension SimulatorCommand {
     /// Waits for the first SUBACK, in short slices so that SIGINT/SIGTERM still stop the
     /// device at once while the broker takes its time. Exits with status 1 on failure.
     private func awaitSubscription(
-        _ transport: MQTTTransport, signals: SignalWaiter, logger: Logger
+        _ transport: MQTTTransport,
+        signals: SignalWaiter,
+        logger: Logger
     ) throws -> SubscriptionWait {
         let deadline = ContinuousClock.now + Self.mqttStartupLimit
         while true {

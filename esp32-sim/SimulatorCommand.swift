@@ -112,13 +112,19 @@ struct SimulatorCommand: ParsableCommand {
 
     @Option(
         name: .customLong("mqtt-trigger-topic"),
-        help: ArgumentHelp("Topic to take triggers from (default \(MQTTSettings.defaultTriggerTopic)).", valueName: "topic")
+        help: ArgumentHelp(
+            "Topic to take triggers from (default \(MQTTSettings.defaultTriggerTopic)).",
+            valueName: "topic"
+        )
     )
     var mqttTriggerTopic: String?
 
     @Option(
         name: .customLong("mqtt-status-topic"),
-        help: ArgumentHelp("Topic to publish relay changes on (default \(MQTTSettings.defaultStatusTopic)).", valueName: "topic")
+        help: ArgumentHelp(
+            "Topic to publish relay changes on (default \(MQTTSettings.defaultStatusTopic)).",
+            valueName: "topic"
+        )
     )
     var mqttStatusTopic: String?
 
@@ -143,7 +149,10 @@ struct SimulatorCommand: ParsableCommand {
     )
     var triggerLogPath: String?
 
-    @Flag(name: .shortAndLong, help: "Log debug detail: every datagram received, silent faults, libmosquitto's messages.")
+    @Flag(
+        name: .shortAndLong,
+        help: "Log debug detail: every datagram received, silent faults, libmosquitto's messages."
+    )
     var verbose = false
 
     static let holdRange = 0...60_000
@@ -152,7 +161,8 @@ struct SimulatorCommand: ParsableCommand {
         guard SocketAddress(endpoint: udp) != nil else {
             throw ValidationError(
                 "--udp \(udp): expected HOST:PORT with an IPv4 literal, [IPv6 literal] or localhost, "
-                    + "and a port 0…65535, e.g. 127.0.0.1:8080 or [::1]:0")
+                    + "and a port 0…65535, e.g. 127.0.0.1:8080 or [::1]:0"
+            )
         }
         guard Self.holdRange.contains(holdMilliseconds) else {
             throw ValidationError("--hold-ms \(holdMilliseconds): must be 0…60000")

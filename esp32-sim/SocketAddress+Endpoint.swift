@@ -10,7 +10,7 @@ extension SocketAddress {
         let portText: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"),
-                  text[text.index(after: close)...].hasPrefix(":")
+                text[text.index(after: close)...].hasPrefix(":")
             else { return nil }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
@@ -66,7 +66,12 @@ func bindUDPSocket(to address: SocketAddress) throws(SystemError) -> (fd: Int32,
 /// down would surface as a vague timeout.
 func tcpConnectFailure(host: String, port: Int, timeout: Duration) -> String? {
     let addresses: [SocketAddress]
-    switch AddressLookup.addresses(host: host, port: UInt16(clamping: port), socketType: Int32(SOCK_STREAM.rawValue), onlyConfiguredFamilies: false) {
+    switch AddressLookup.addresses(
+        host: host,
+        port: UInt16(clamping: port),
+        socketType: Int32(SOCK_STREAM.rawValue),
+        onlyConfiguredFamilies: false
+    ) {
     case .success(let found): addresses = found
     case .failure(let words): return words.description
     }

@@ -32,7 +32,10 @@ final class TriggerLog: Sendable {
     /// Appends `{"via":…,"at":…,"from":…,"payload":…}`; `from` is left out when the transport
     /// has no sender address to give (MQTT), `payload` when the trigger carries none (UDP).
     func record(
-        via transport: Transport, from sender: String?, payload: String? = nil, at time: timespec = .now
+        via transport: Transport,
+        from sender: String?,
+        payload: String? = nil,
+        at time: timespec = .now
     ) throws(SystemError) {
         var line = #"{"via":"# + jsonString(transport.rawValue)
         line += #","at":"# + jsonString(iso8601UTC(time))
@@ -72,7 +75,8 @@ func iso8601UTC(_ time: timespec) -> String {
         let digits = String(value)
         return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
-    let date = "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
+    let date =
+        "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
     let clock = "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
     return "\(date)T\(clock).\(padded(Int(time.tv_nsec) / 1_000_000, 3))Z"
 }

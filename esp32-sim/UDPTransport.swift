@@ -92,8 +92,14 @@ final class UDPTransport: Sendable {
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let count = buffer.withUnsafeMutableBytes { bytes in
                 withUnsafeMutableBytes(of: &storage) { raw in
-                    recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT),
-                             raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+                    recvfrom(
+                        fd,
+                        bytes.baseAddress,
+                        bytes.count,
+                        Int32(MSG_DONTWAIT),
+                        raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
+                        &length
+                    )
                 }
             }
             if count < 0 {

@@ -31,8 +31,15 @@ public final class ButtonLine: @unchecked Sendable {
     private let chip: OpaquePointer
     private let line: OpaquePointer
 
-    private init(chipName: String, offset: UInt32, activeLow: Bool, eventFD: Int32,
-                 api: GPIODAPI, chip: OpaquePointer, line: OpaquePointer) {
+    private init(
+        chipName: String,
+        offset: UInt32,
+        activeLow: Bool,
+        eventFD: Int32,
+        api: GPIODAPI,
+        chip: OpaquePointer,
+        line: OpaquePointer
+    ) {
         self.chipName = chipName
         self.offset = offset
         self.activeLow = activeLow
@@ -45,8 +52,12 @@ public final class ButtonLine: @unchecked Sendable {
     /// Opens `chip` (a name, number, path or label: `gpiod_chip_open_lookup`, since
     /// the header's chip number differs between Pi models) and requests `line`
     /// for edge events under the consumer name `consumer`.
-    public static func open(chip name: String, line offset: UInt32, activeLow: Bool,
-                            consumer: String = "gate") throws(GPIOError) -> ButtonLine {
+    public static func open(
+        chip name: String,
+        line offset: UInt32,
+        activeLow: Bool,
+        consumer: String = "gate"
+    ) throws(GPIOError) -> ButtonLine {
         let api = try GPIODLibrary.api(for: "cannot open GPIO chip \(name)")
         guard let chip = api.chip_open_lookup(name) else {
             throw GPIOError("cannot open GPIO chip \(name)", call: "gpiod_chip_open_lookup", code: errno)
@@ -60,19 +71,32 @@ public final class ButtonLine: @unchecked Sendable {
         guard api.line_request_both_edges_events_flags(line, consumer, bias) == 0 else {
             let code = errno
             api.chip_close(chip)
-            throw GPIOError("cannot request line \(offset) of GPIO chip \(name) for edge events",
-                            call: "gpiod_line_request_both_edges_events_flags", code: code)
+            throw GPIOError(
+                "cannot request line \(offset) of GPIO chip \(name) for edge events",
+                call: "gpiod_line_request_both_edges_events_flags",
+                code: code
+            )
         }
         let fd = api.line_event_get_fd(line)
         guard fd >= 0 else {
             let code = errno
             api.line_release(line)
             api.chip_close(chip)
-            throw GPIOError("cannot get the event fd of line \(offset) of GPIO chip \(name)",
-                            call: "gpiod_line_event_get_fd", code: code)
+            throw GPIOError(
+                "cannot get the event fd of line \(offset) of GPIO chip \(name)",
+                call: "gpiod_line_event_get_fd",
+                code: code
+            )
         }
-        return ButtonLine(chipName: name, offset: offset, activeLow: activeLow, eventFD: fd,
-                          api: api, chip: chip, line: line)
+        return ButtonLine(
+            chipName: name,
+            offset: offset,
+            activeLow: activeLow,
+            eventFD: fd,
+            api: api,
+            chip: chip,
+            line: line
+        )
     }
 
     deinit {

@@ -106,10 +106,16 @@ public final class EdgeReader: Sendable {
         let value = Mutex<Ending?>(nil)
     }
 
-    private static func readLoop(fd: Int32, wake: WakeSignal, api: GPIODAPI,
-                                 into continuation: AsyncStream<Edge>.Continuation) -> Ending {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+    private static func readLoop(
+        fd: Int32,
+        wake: WakeSignal,
+        api: GPIODAPI,
+        into continuation: AsyncStream<Edge>.Continuation
+    ) -> Ending {
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             if case .failure(let error) = Poll.wait(&fds, until: nil) {
                 return .failed(GPIOError("cannot wait for button events on fd \(fd)", call: "poll", code: error.code))
@@ -124,8 +130,13 @@ public final class EdgeReader: Sendable {
                     if code == EINTR || code == EAGAIN { continue }
                     // EIO here is a partial record (or EOF inside one): later bytes
                     // would be misaligned, so the stream ends with the failure.
-                    return .failed(GPIOError("cannot read a whole 16-byte button event record from fd \(fd)",
-                                             call: "gpiod_line_event_read_fd", code: code))
+                    return .failed(
+                        GPIOError(
+                            "cannot read a whole 16-byte button event record from fd \(fd)",
+                            call: "gpiod_line_event_read_fd",
+                            code: code
+                        )
+                    )
                 }
                 let ns = UInt64(event.ts.tv_sec) &* 1_000_000_000 &+ UInt64(event.ts.tv_nsec)
                 // libgpiod 1.6 maps kernel id 1 to rising and every other id to falling.
@@ -135,8 +146,13 @@ public final class EdgeReader: Sendable {
                 // POLLHUP without POLLIN: a pipe's writer closed it and nothing is left.
                 return .endOfInput
             } else if ready & (POLLERR | POLLNVAL) != 0 {
-                return .failed(GPIOError("cannot wait for button events on fd \(fd)", call: "poll",
-                                         words: ready & POLLNVAL != 0 ? "not an open fd" : "the fd reported an error"))
+                return .failed(
+                    GPIOError(
+                        "cannot wait for button events on fd \(fd)",
+                        call: "poll",
+                        words: ready & POLLNVAL != 0 ? "not an open fd" : "the fd reported an error"
+                    )
+                )
             }
         }
     }

@@ -6,11 +6,13 @@ enum GPIODLibrary {
     private static let loaded: Result<GPIODAPI, GPIOError> = {
         var table = gate_gpiod_api()
         if let failure = gate_gpiod_load(&table) {
-            return .failure(GPIOError(
-                "cannot load libgpiod",
-                call: "dlopen libgpiod.so.2",
-                words: String(cString: failure) + " (the button needs the package libgpiod2)"
-            ))
+            return .failure(
+                GPIOError(
+                    "cannot load libgpiod",
+                    call: "dlopen libgpiod.so.2",
+                    words: String(cString: failure) + " (the button needs the package libgpiod2)"
+                )
+            )
         }
         return .success(GPIODAPI(table))
     }()

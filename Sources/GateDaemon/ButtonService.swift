@@ -1,6 +1,6 @@
+import GPIO
 import GateCore
 import GateSystem
-import GPIO
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -51,7 +51,13 @@ struct ButtonService: Service, CustomStringConvertible {
         var debouncer = Self.debouncer(for: button, startNs: context.startNs)
         var timer: Task<Void, Never>?
         let openings = OpeningSlot()
-        logger.info("button armed", metadata: ["button": "\(origin)", "active_low": "\(button.activeLow)", "debounce_ms": "\(button.debounceMilliseconds)"])
+        logger.info(
+            "button armed",
+            metadata: [
+                "button": "\(origin)", "active_low": "\(button.activeLow)",
+                "debounce_ms": "\(button.debounceMilliseconds)",
+            ]
+        )
 
         await withGracefulShutdownHandler {
             loop: for await input in inputs {
@@ -79,13 +85,19 @@ struct ButtonService: Service, CustomStringConvertible {
                         debouncer = Self.debouncer(for: next, startNs: context.startNs)
                     }
                     if next.chip != button.chip || next.line != button.line {
-                        logger.warning("button.chip and button.line take effect when the daemon restarts", metadata: ["button": "\(origin)"])
+                        logger.warning(
+                            "button.chip and button.line take effect when the daemon restarts",
+                            metadata: ["button": "\(origin)"]
+                        )
                     }
                     button = next
                     actions = []
                 case .ended:
                     if let ending = reader.ending, ending != .stopped {
-                        logger.error("button events ended; no more presses will be read", metadata: ["button": "\(origin)", "why": "\(ending)"])
+                        logger.error(
+                            "button events ended; no more presses will be read",
+                            metadata: ["button": "\(origin)", "why": "\(ending)"]
+                        )
                     }
                     break loop
                 }
@@ -133,7 +145,9 @@ struct ButtonService: Service, CustomStringConvertible {
         var logger = context.logger
         logger[metadataKey: "source"] = "button"
         var announced = false
-        let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: "button")) { _, _ in
+        let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: "button")) {
+            _,
+            _ in
             // Once the lock and the cooldown let the opening through.
             if !announced { logger.info("button pressed; opening", metadata: ["edge_ns": "\(ns)"]) }
             announced = true
@@ -153,7 +167,13 @@ struct ButtonService: Service, CustomStringConvertible {
     }
 
     static func debouncer(for button: ButtonConfig, startNs: UInt64) -> ButtonDebouncer {
-        ButtonDebouncer(.init(activeLow: button.activeLow, debounceMs: UInt32(clamping: button.debounceMilliseconds), startNs: startNs))
+        ButtonDebouncer(
+            .init(
+                activeLow: button.activeLow,
+                debounceMs: UInt32(clamping: button.debounceMilliseconds),
+                startNs: startNs
+            )
+        )
     }
 }
 

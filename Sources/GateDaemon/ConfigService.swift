@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GateCore
 import GateSystem
 import Logging
 import ServiceLifecycle
 import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Reloads the configuration on SIGHUP and when its file changes (docs/CONTRACT.md#gate-daemon):
 /// validated first; on error the running configuration stays and the log says
@@ -96,7 +97,11 @@ struct ConfigService: Service, CustomStringConvertible {
 
         /// Re-makes the watches when the places or their folders changed; true when a
         /// folder is missing and should be looked for again later.
-        mutating func rearm(for path: String, logger: Logger, into continuation: AsyncStream<Trigger>.Continuation) -> Bool {
+        mutating func rearm(
+            for path: String,
+            logger: Logger,
+            into continuation: AsyncStream<Trigger>.Continuation
+        ) -> Bool {
             let places = ConfigService.watchedPlaces(of: path).map { Place(folder: $0.folder, name: $0.name) }
             let wanted = places.map { ($0, FileChangeWatch.identity(of: $0.folder)) }
             let current = armed.map { ($0.place, Optional($0.identity)) }
@@ -108,7 +113,10 @@ struct ConfigService: Service, CustomStringConvertible {
                 guard let identity else {
                     missing = true
                     if warned.insert(place).inserted {
-                        logger.warning("configuration folder missing; watching for it", metadata: ["folder": "\(place.folder)"])
+                        logger.warning(
+                            "configuration folder missing; watching for it",
+                            metadata: ["folder": "\(place.folder)"]
+                        )
                     }
                     continue
                 }
@@ -120,13 +128,19 @@ struct ConfigService: Service, CustomStringConvertible {
                     armed.append(Armed(place: place, identity: identity, watch: watch, forward: forward))
                     warned.remove(place)
                 } catch {
-                    logger.warning("configuration file changes are not watched; reload with SIGHUP", metadata: [
-                        "file": "\(place.folder)/\(place.name)", "error": "\(error)",
-                    ])
+                    logger.warning(
+                        "configuration file changes are not watched; reload with SIGHUP",
+                        metadata: [
+                            "file": "\(place.folder)/\(place.name)", "error": "\(error)",
+                        ]
+                    )
                 }
             }
             if !first {
-                logger.info("configuration watch re-armed", metadata: ["folders": "\(armed.map(\.place.folder).joined(separator: ","))"])
+                logger.info(
+                    "configuration watch re-armed",
+                    metadata: ["folders": "\(armed.map(\.place.folder).joined(separator: ","))"]
+                )
             }
             return missing
         }
@@ -148,28 +162,41 @@ struct ConfigService: Service, CustomStringConvertible {
         case .failure(let error):
             // A file event for a file that reads the same is not worth a word; a broken
             // file always is, whatever brought the daemon to read it.
-            logger.error("configuration not reloaded; keeping the running one", metadata: [
-                "file": "\(context.configPath)", "trigger": "\(why)", "error": "\(error.description)",
-            ])
+            logger.error(
+                "configuration not reloaded; keeping the running one",
+                metadata: [
+                    "file": "\(context.configPath)", "trigger": "\(why)", "error": "\(error.description)",
+                ]
+            )
             if trigger == .hangup {
                 context.notify(["RELOADING=1", SystemdNotifier.monotonicUsecField()])
             }
-            context.notify(["READY=1", "STATUS=configuration error in \(context.configPath); running the previous configuration"])
+            context.notify([
+                "READY=1", "STATUS=configuration error in \(context.configPath); running the previous configuration",
+            ])
         case .success(let (config, _)):
             let changes = config.changes(from: old)
             if changes.isEmpty {
                 if trigger == .hangup {
                     context.notify(["RELOADING=1", SystemdNotifier.monotonicUsecField()])
-                    logger.notice("\(GateConfig.auditLine(changes))", metadata: ["file": "\(context.configPath)", "trigger": "\(why)"])
-                    context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: config, button: context.buttonOrigin))"])
+                    logger.notice(
+                        "\(GateConfig.auditLine(changes))",
+                        metadata: ["file": "\(context.configPath)", "trigger": "\(why)"]
+                    )
+                    context.notify([
+                        "READY=1", "STATUS=\(DaemonStatus.text(for: config, button: context.buttonOrigin))",
+                    ])
                 }
                 return
             }
             context.notify(["RELOADING=1", SystemdNotifier.monotonicUsecField()])
-            logger.notice("\(GateConfig.auditLine(changes))", metadata: [
-                "file": "\(context.configPath)", "trigger": "\(why)",
-                "changed": "\(changes.map(\.description).joined(separator: ","))",
-            ])
+            logger.notice(
+                "\(GateConfig.auditLine(changes))",
+                metadata: [
+                    "file": "\(context.configPath)", "trigger": "\(why)",
+                    "changed": "\(changes.map(\.description).joined(separator: ","))",
+                ]
+            )
             context.apply(config)
             context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: config, button: context.buttonOrigin))"])
         }

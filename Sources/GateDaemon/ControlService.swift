@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GateCore
 import GateSystem
 import Logging
 import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The control socket (SPEC §10): `gate open` hands its opening to the daemon,
 /// which runs it through the one pipeline (lock, cooldown, warm link) and streams
@@ -29,12 +30,18 @@ struct ControlService: Service, CustomStringConvertible {
         let path = context.paths.controlSocket
         switch ControlListener.open(path: path) {
         case .success(.listening(let listener)):
-            logger.info("control socket listening", metadata: ["socket": "\(path)", "replaced_stale": "\(listener.replacedStale)"])
+            logger.info(
+                "control socket listening",
+                metadata: ["socket": "\(path)", "replaced_stale": "\(listener.replacedStale)"]
+            )
             return listener
         case .success(.occupied(let peer)):
             logger.warning(
                 "another daemon answers on the control socket; this one runs without it (openings by gate open go to the other)",
-                metadata: ["socket": "\(path)", "other_pid": "\(peer.map { "\($0.pid)" } ?? "unknown")", "other_uid": "\(peer.map { "\($0.uid)" } ?? "unknown")"]
+                metadata: [
+                    "socket": "\(path)", "other_pid": "\(peer.map { "\($0.pid)" } ?? "unknown")",
+                    "other_uid": "\(peer.map { "\($0.uid)" } ?? "unknown")",
+                ]
             )
             return nil
         case .failure(let error):
@@ -68,21 +75,37 @@ struct ControlService: Service, CustomStringConvertible {
             connection.send(.error(problem.description))
         case .success(.who):
             logger.debug("control request: who")
-            connection.send(.who(ControlDaemon(
-                pid: getpid(), uid: geteuid(), configPath: ConfigLocator.canonical(context.configPath) ?? context.configPath,
-                runtimeDirectory: context.paths.runtimeDirectory
-            )))
+            connection.send(
+                .who(
+                    ControlDaemon(
+                        pid: getpid(),
+                        uid: geteuid(),
+                        configPath: ConfigLocator.canonical(context.configPath) ?? context.configPath,
+                        runtimeDirectory: context.paths.runtimeDirectory
+                    )
+                )
+            )
         case .success(.open(let opening)):
             logger[metadataKey: "source"] = "\(opening.source)"
-            guard let own = ConfigLocator.canonical(context.configPath), ConfigLocator.canonical(opening.configPath) == own else {
-                logger.notice("opening declined: the client uses another configuration", metadata: ["client_config": "\(SafeText.escaped(opening.configPath))"])
+            guard let own = ConfigLocator.canonical(context.configPath),
+                ConfigLocator.canonical(opening.configPath) == own
+            else {
+                logger.notice(
+                    "opening declined: the client uses another configuration",
+                    metadata: ["client_config": "\(SafeText.escaped(opening.configPath))"]
+                )
                 connection.send(.declined("another configuration: this daemon reads \(context.configPath)"))
                 return
             }
             connection.send(.accepted)
-            logger.info("opening handed over on the control socket", metadata: ["via": "\(opening.selection.rawValue)", "force": "\(opening.force)"])
+            logger.info(
+                "opening handed over on the control socket",
+                metadata: ["via": "\(opening.selection.rawValue)", "force": "\(opening.force)"]
+            )
             let request = OpeningRequest(source: opening.source, selection: opening.selection, force: opening.force)
-            let result = await context.pipeline(logger: logger).open(config: context.config, request: request) { state, adapter in
+            let result = await context.pipeline(logger: logger).open(config: context.config, request: request) {
+                state,
+                adapter in
                 connection.send(.state(state, adapter))
             }
             if !connection.send(.result(result)) {

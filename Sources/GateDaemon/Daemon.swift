@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import GPIO
 import GateCore
 import GateSystem
-import GPIO
 import Logging
 import Plumbing
 import ServiceLifecycle
 import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `gate daemon` (docs/CONTRACT.md#gate-daemon): everything that must be in place before systemd hears
 /// `READY=1` (a valid configuration, the runtime folder, the button's line), then
@@ -68,14 +69,22 @@ public enum Daemon {
         }
         let watchdogInterval = SystemdNotifier.watchdogInterval(environment: environment, pid: getpid())
         let context = DaemonContext(
-            config: config, configPath: configPath, paths: paths,
+            config: config,
+            configPath: configPath,
+            paths: paths,
             credentials: AdapterFactory.credentials(environment: environment),
-            notifier: notifier, startNs: startNs, buttonOrigin: button?.origin, logger: logger,
+            notifier: notifier,
+            startNs: startNs,
+            buttonOrigin: button?.origin,
+            logger: logger,
             watchdogInterval: watchdogInterval
         )
-        logger.info("daemon starting", metadata: [
-            "config": "\(configPath)", "runtime": "\(paths.runtimeDirectory)", "pid": "\(getpid())",
-        ])
+        logger.info(
+            "daemon starting",
+            metadata: [
+                "config": "\(configPath)", "runtime": "\(paths.runtimeDirectory)", "pid": "\(getpid())",
+            ]
+        )
 
         services.append(StatusKeeperService(context: context))
         // Trapped (and registered) before any service runs, so before READY=1: systemd may
@@ -85,7 +94,9 @@ public enum Daemon {
         services.append(LinkService(context: context))
         context.progress.watch(LinkService.name)
         services.append(HomeAssistantService(context: context))
-        services.append(DesktopNotificationService(context: context, notifications: DesktopNotifications(environment: environment)))
+        services.append(
+            DesktopNotificationService(context: context, notifications: DesktopNotifications(environment: environment))
+        )
         if let listener = ControlService.listen(context: context) {
             services.append(ControlService(context: context, listener: listener))
         }
@@ -94,13 +105,17 @@ public enum Daemon {
             context.progress.watch(ButtonService.name)
         }
         // Last: shut down first, so that STOPPING=1 leaves at once (see NotifierService).
-        services.append(NotifierService(
-            context: context,
-            watchdogInterval: watchdogInterval
-        ))
+        services.append(
+            NotifierService(
+                context: context,
+                watchdogInterval: watchdogInterval
+            )
+        )
 
         var configuration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+            services: services,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
         )
         configuration.maximumGracefulShutdownDuration = config.openingLimit
         do {
@@ -113,7 +128,11 @@ public enum Daemon {
         return ExitStatus.success
     }
 
-    private static func openButton(options: Options, config: GateConfig, logger: Logger) throws -> (reader: EdgeReader, origin: String)? {
+    private static func openButton(
+        options: Options,
+        config: GateConfig,
+        logger: Logger
+    ) throws -> (reader: EdgeReader, origin: String)? {
         if let path = options.buttonEvents {
             let fd = try EventFIFO.open(path)
             return (try EdgeReader(fd: fd), "events FIFO \(path)")
@@ -122,7 +141,11 @@ public enum Daemon {
             logger.notice("no [button] table in the configuration: the daemon runs without a push button")
             return nil
         }
-        let line = try ButtonLine.open(chip: button.chip, line: UInt32(clamping: button.line), activeLow: button.activeLow)
+        let line = try ButtonLine.open(
+            chip: button.chip,
+            line: UInt32(clamping: button.line),
+            activeLow: button.activeLow
+        )
         return (try EdgeReader(line: line), "\(button.chip) line \(button.line)")
     }
 }

@@ -37,8 +37,14 @@ public final class DaemonContext: Sendable {
     private let linkSlot = Mutex<MQTTLink?>(nil)
 
     public init(
-        config: GateConfig, configPath: String, paths: RuntimePaths, credentials: CredentialLookup,
-        notifier: SystemdNotifier?, startNs: UInt64, buttonOrigin: String?, logger: Logger,
+        config: GateConfig,
+        configPath: String,
+        paths: RuntimePaths,
+        credentials: CredentialLookup,
+        notifier: SystemdNotifier?,
+        startNs: UInt64,
+        buttonOrigin: String?,
+        logger: Logger,
         watchdogInterval: Duration? = nil
     ) {
         self.progress = ServiceProgress(watchdogInterval: watchdogInterval)
@@ -86,8 +92,10 @@ public final class DaemonContext: Sendable {
     func pipeline(logger: Logger) -> OpeningPipeline {
         let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
         return OpeningPipeline(
-            paths: paths, adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),
-            statusFeed: LinkStatusFeed(link: link), logger: logger
+            paths: paths,
+            adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),
+            statusFeed: LinkStatusFeed(link: link),
+            logger: logger
         )
     }
 
@@ -97,7 +105,9 @@ public final class DaemonContext: Sendable {
         guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras() }
         let discovery = HomeAssistantDiscovery(config: homeAssistant, mqtt: mqtt, version: GateRelease.version)
         return LinkExtras(
-            will: discovery.will, subscriptions: [discovery.topics.command, discovery.topics.homeAssistantStatus], retainAsPublished: true
+            will: discovery.will,
+            subscriptions: [discovery.topics.command, discovery.topics.homeAssistantStatus],
+            retainAsPublished: true
         )
     }
 

@@ -34,7 +34,10 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
             watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
         } catch {
             if context.config.notify != nil {
-                logger.warning("desktop notifications: the status file is not watched; no notification will be shown", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "desktop notifications: the status file is not watched; no notification will be shown",
+                    metadata: ["error": "\(error)"]
+                )
             }
         }
         defer {
@@ -63,7 +66,8 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
                 }
                 settings = config.notify
             case .statusChanged:
-                guard var running = machine, case .success(let record) = StatusFile.effective(paths: context.paths) else { continue }
+                guard var running = machine, case .success(let record) = StatusFile.effective(paths: context.paths)
+                else { continue }
                 for action in running.handle(.observed(record)) {
                     switch action {
                     case .show(let notice):
@@ -78,9 +82,13 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
                             _ = running.handle(.shown(id: id))
                             if lastFailure != nil { logger.notice("desktop notifications are shown again") }
                             lastFailure = nil
-                            logger.debug("desktop notification shown", metadata: [
-                                "id": "\(id)", "replaces": "\(notice.replaces)", "summary": "\(notice.summary)", "body": "\(notice.body)",
-                            ])
+                            logger.debug(
+                                "desktop notification shown",
+                                metadata: [
+                                    "id": "\(id)", "replaces": "\(notice.replaces)", "summary": "\(notice.summary)",
+                                    "body": "\(notice.body)",
+                                ]
+                            )
                         case .failure(let failure):
                             _ = running.handle(.notShown)
                             // Said once until it changes or works again; tried again at the next notice.
@@ -105,9 +113,12 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
         if let unavailability = notifications.unavailability {
             context.logger.warning("desktop notifications ([notify]) cannot be shown: \(unavailability)")
         } else {
-            context.logger.info("desktop notifications on", metadata: [
-                "every_opening": "\(settings.everyOpening)", "timeout_ms": "\(settings.timeoutMilliseconds)",
-            ])
+            context.logger.info(
+                "desktop notifications on",
+                metadata: [
+                    "every_opening": "\(settings.everyOpening)", "timeout_ms": "\(settings.timeoutMilliseconds)",
+                ]
+            )
         }
         return NotificationMachine(settings: settings, current: current)
     }

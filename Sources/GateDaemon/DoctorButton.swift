@@ -1,11 +1,12 @@
+import GPIO
+import GateCore
+import GateSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import GateSystem
-import GPIO
 
 /// `gate doctor`'s GPIO check: request the button's line as the daemon does and
 /// release it at once. Here, beside the daemon, because only they load libgpiod.
@@ -17,8 +18,12 @@ public enum DoctorButton {
         do {
             // Released by deinit as soon as this scope ends: a daemon starting at the
             // same moment finds the line free again at once.
-            let line = try ButtonLine.open(chip: button.chip, line: UInt32(clamping: button.line),
-                                           activeLow: button.activeLow, consumer: consumer)
+            let line = try ButtonLine.open(
+                chip: button.chip,
+                line: UInt32(clamping: button.line),
+                activeLow: button.activeLow,
+                consumer: consumer
+            )
             withExtendedLifetime(line) {}
             return .opened
         } catch {

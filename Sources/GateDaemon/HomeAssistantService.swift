@@ -42,7 +42,10 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         do {
             watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
         } catch {
-            logger.warning("Home Assistant: the status file is not watched; the Last opening sensor shows this daemon's openings only", metadata: ["error": "\(error)"])
+            logger.warning(
+                "Home Assistant: the status file is not watched; the Last opening sensor shows this daemon's openings only",
+                metadata: ["error": "\(error)"]
+            )
         }
         defer {
             reloads.cancel()
@@ -50,7 +53,10 @@ struct HomeAssistantService: Service, CustomStringConvertible {
             watch?.stop()
         }
 
-        var state = State(fileLast: StatusFile.read(context.paths.statusFile)?.effective(now: WallClock.iso8601(), lockHeld: true).last)
+        var state = State(
+            fileLast: StatusFile.read(context.paths.statusFile)?.effective(now: WallClock.iso8601(), lockHeld: true)
+                .last
+        )
         state.sensor = state.fileLast.map(LastOpeningState.init)
         var opening: Task<Void, Never>?
 
@@ -70,11 +76,14 @@ struct HomeAssistantService: Service, CustomStringConvertible {
                     }
                 }
             case .link(_, .subscribed(let topic, let refused)):
-                if refused { logger.error("Home Assistant: the broker refused the subscription to \(topic); check its ACL") }
+                if refused {
+                    logger.error("Home Assistant: the broker refused the subscription to \(topic); check its ACL")
+                }
             case .link(let link, .message(let topic, let payload, let retained)):
                 // The running configuration's link (perhaps not installed yet), never a replaced one.
                 guard link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config),
-                      let ha = context.config.homeAssistant else { continue }
+                    let ha = context.config.homeAssistant
+                else { continue }
                 let topics = HomeAssistantTopics(ha)
                 if topic == topics.homeAssistantStatus {
                     let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
@@ -83,7 +92,13 @@ struct HomeAssistantService: Service, CustomStringConvertible {
                         announce(&state, because: "homeassistant online")
                     }
                 } else if topic == topics.command {
-                    command(payload: payload, retained: retained, state: &state, opening: &opening, continuation: continuation)
+                    command(
+                        payload: payload,
+                        retained: retained,
+                        state: &state,
+                        opening: &opening,
+                        continuation: continuation
+                    )
                 }
             case .statusChanged:
                 readStatus(&state)
@@ -92,7 +107,8 @@ struct HomeAssistantService: Service, CustomStringConvertible {
                 state.busy = false
                 let metadata: Logger.Metadata = [
                     "source": "\(Self.source)", "outcome": "\(result.outcome.rawValue)",
-                    "adapter": "\(result.adapter?.rawValue ?? "none")", "duration_ms": "\(result.duration.milliseconds)",
+                    "adapter": "\(result.adapter?.rawValue ?? "none")",
+                    "duration_ms": "\(result.duration.milliseconds)",
                 ]
                 if result.error == .operationInProgress {
                     refuse(&state, why: result.message)
@@ -122,7 +138,8 @@ struct HomeAssistantService: Service, CustomStringConvertible {
 
     /// The link for the running configuration, when it is connected.
     private var currentLink: MQTTLink? {
-        guard let link = context.link, link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config) else { return nil }
+        guard let link = context.link, link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config)
+        else { return nil }
         return link
     }
 
@@ -141,7 +158,10 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         if let old = state.announced, old != wanted?.topics {
             let sent = HomeAssistantDiscovery.removal(old).allSatisfy { link.publish($0) }
             guard sent else { return }
-            logger.notice("Home Assistant device removed (empty retained configs)", metadata: ["node_id": "\(old.config.nodeID)"])
+            logger.notice(
+                "Home Assistant device removed (empty retained configs)",
+                metadata: ["node_id": "\(old.config.nodeID)"]
+            )
             state.announced = nil
         }
         guard let wanted else { return }
@@ -149,9 +169,12 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         if let sensor = state.sensor { messages += wanted.lastOpeningMessages(sensor) }
         guard messages.allSatisfy({ link.publish($0) }) else { return }
         state.announced = wanted.topics
-        logger.info("Home Assistant device announced", metadata: [
-            "node_id": "\(wanted.config.nodeID)", "prefix": "\(wanted.config.discoveryPrefix)", "why": "\(why)",
-        ])
+        logger.info(
+            "Home Assistant device announced",
+            metadata: [
+                "node_id": "\(wanted.config.nodeID)", "prefix": "\(wanted.config.discoveryPrefix)", "why": "\(why)",
+            ]
+        )
     }
 
     private func publishSensor(_ state: State) {
@@ -160,7 +183,9 @@ struct HomeAssistantService: Service, CustomStringConvertible {
     }
 
     private func readStatus(_ state: inout State) {
-        guard case .success(let record) = StatusFile.effective(paths: context.paths), let last = record.last else { return }
+        guard case .success(let record) = StatusFile.effective(paths: context.paths), let last = record.last else {
+            return
+        }
         guard last != state.fileLast else { return }
         state.fileLast = last
         state.sensor = LastOpeningState(last)
@@ -168,14 +193,18 @@ struct HomeAssistantService: Service, CustomStringConvertible {
     }
 
     /// `error` is the sensor's `error` attribute: why, in one word.
-    private func refuse(_ state: inout State, why: String, error: String = GateKeeperError.operationInProgress.rawValue) {
+    private func refuse(_ state: inout State, why: String, error: String = GateKeeperError.operationInProgress.rawValue)
+    {
         context.logger.notice("Home Assistant command refused: \(why)", metadata: ["source": "\(Self.source)"])
         state.sensor = .refused(source: Self.source, at: WallClock.iso8601(), error: error)
         publishSensor(state)
     }
 
     private func command(
-        payload: [UInt8], retained: Bool, state: inout State, opening: inout Task<Void, Never>?,
+        payload: [UInt8],
+        retained: Bool,
+        state: inout State,
+        opening: inout Task<Void, Never>?,
         continuation: AsyncStream<Input>.Continuation
     ) {
         let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
@@ -185,11 +214,21 @@ struct HomeAssistantService: Service, CustomStringConvertible {
             return
         }
         if retained {
-            refuse(&state, why: "the command was retained on the broker (stale by definition; clear it with an empty retained message)", error: "retainedCommand")
+            refuse(
+                &state,
+                why:
+                    "the command was retained on the broker (stale by definition; clear it with an empty retained message)",
+                error: "retainedCommand"
+            )
             return
         }
         guard text == HomeAssistantDiscovery.press else {
-            refuse(&state, why: "unknown payload \(SafeText.escaped(String(text.prefix(40)))); a press is \(HomeAssistantDiscovery.press)", error: "invalidCommand")
+            refuse(
+                &state,
+                why:
+                    "unknown payload \(SafeText.escaped(String(text.prefix(40)))); a press is \(HomeAssistantDiscovery.press)",
+                error: "invalidCommand"
+            )
             return
         }
         guard !state.busy else {
@@ -200,7 +239,10 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         let context = self.context
         context.logger.info("Home Assistant button pressed; opening", metadata: ["source": "\(Self.source)"])
         opening = Task {
-            let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: Self.source))
+            let result = await context.pipeline.open(
+                config: context.config,
+                request: OpeningRequest(source: Self.source)
+            )
             continuation.yield(.openingFinished(result))
         }
     }

@@ -71,12 +71,18 @@ struct LinkService: Service, CustomStringConvertible {
                 link?.stop()
                 mqtt = config.mqtt
                 extras = newExtras
-                logger.info(mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration")
+                logger.info(
+                    mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration"
+                )
                 link = startLink(mqtt, extras: extras, into: continuation)
             case .timer(let at):
                 actions = observer.handle(.timerFired(at: at))
             case .status(let payload, let at):
-                guard let mqtt, let report = RelayObserver.report(for: MQTTStatusDecoder.event(for: payload, topic: mqtt.statusTopic)) else { continue }
+                guard let mqtt,
+                    let report = RelayObserver.report(
+                        for: MQTTStatusDecoder.event(for: payload, topic: mqtt.statusTopic)
+                    )
+                else { continue }
                 var local = false
                 if report == .activated, observer.activeSince == nil {
                     // The lock says whether a local opening owns this cycle; holding it
@@ -98,7 +104,10 @@ struct LinkService: Service, CustomStringConvertible {
                 switch action {
                 case .began(let at):
                     cycleBegan = at
-                    logger.notice("relay activated by someone else (seen on the status topic)", metadata: ["source": "elsewhere"])
+                    logger.notice(
+                        "relay activated by someone else (seen on the status topic)",
+                        metadata: ["source": "elsewhere"]
+                    )
                     cycle?.stateChanged(.waitingForRelayClose, adapter: .mqtt)
                 case .ended(let released, let duration):
                     timer?.cancel()
@@ -106,15 +115,23 @@ struct LinkService: Service, CustomStringConvertible {
                     let now = MonotonicClock.now()
                     if released {
                         cycle?.finished(result)
-                        logger.notice("\(result.message)", metadata: ["source": "elsewhere", "duration_ms": "\(duration.milliseconds)"])
+                        logger.notice(
+                            "\(result.message)",
+                            metadata: ["source": "elsewhere", "duration_ms": "\(duration.milliseconds)"]
+                        )
                     } else {
                         // A lost `0` or a forged `1`: the cooldown counts from the `1` (when the
                         // relay cycled, if it did), and repeats stay out of the history.
-                        let repeated = cycle != nil && lastUnansweredRecorded.map { now.duration(since: $0) < Self.unansweredQuiet } == true
+                        let repeated =
+                            cycle != nil
+                            && lastUnansweredRecorded.map { now.duration(since: $0) < Self.unansweredQuiet } == true
                         cycle?.finished(result, history: !repeated, cooldownFrom: cycleBegan)
                         if repeated {
                             unansweredSinceRecorded += 1
-                            logger.warning("\(result.message); again within \(Self.unansweredQuiet) (\(unansweredSinceRecorded) since the one in the history): not added to the history", metadata: ["source": "elsewhere"])
+                            logger.warning(
+                                "\(result.message); again within \(Self.unansweredQuiet) (\(unansweredSinceRecorded) since the one in the history): not added to the history",
+                                metadata: ["source": "elsewhere"]
+                            )
                         } else {
                             if cycle != nil {
                                 lastUnansweredRecorded = now
@@ -142,29 +159,42 @@ struct LinkService: Service, CustomStringConvertible {
         context.setLink(nil)
     }
 
-    private func startLink(_ mqtt: MQTTConfig?, extras: LinkExtras, into continuation: AsyncStream<Input>.Continuation) -> MQTTLink? {
+    private func startLink(
+        _ mqtt: MQTTConfig?,
+        extras: LinkExtras,
+        into continuation: AsyncStream<Input>.Continuation
+    ) -> MQTTLink? {
         guard let mqtt else {
             context.setLink(nil)
             return nil
         }
         do {
             let link = try MQTTLink(
-                config: mqtt, credentials: context.credentials, logger: context.logger,
-                extras: extras, onEvent: context.linkEventHandler
+                config: mqtt,
+                credentials: context.credentials,
+                logger: context.logger,
+                extras: extras,
+                onEvent: context.linkEventHandler
             ) { payload, retained in
                 // Retained status is whatever the relay did last time: stale by definition.
                 guard !retained else { return }
                 continuation.yield(.status(payload: payload, at: MonotonicClock.now()))
             }
             if let failure = link.start() {
-                context.logger.error("cannot start the MQTT link", metadata: ["error": "\(SystemError("pthread_create", code: failure))"])
+                context.logger.error(
+                    "cannot start the MQTT link",
+                    metadata: ["error": "\(SystemError("pthread_create", code: failure))"]
+                )
                 context.setLink(nil)
                 return nil
             }
             context.setLink(link)
             return link
         } catch {
-            context.logger.error("cannot start the MQTT link", metadata: ["error": "\(SystemError("pipe", code: error.code))"])
+            context.logger.error(
+                "cannot start the MQTT link",
+                metadata: ["error": "\(SystemError("pipe", code: error.code))"]
+            )
             context.setLink(nil)
             return nil
         }
@@ -173,14 +203,20 @@ struct LinkService: Service, CustomStringConvertible {
     static func result(released: Bool, duration: Duration, budget: Duration) -> OpeningResult {
         if released {
             return OpeningResult(
-                error: nil, adapter: .mqtt, duration: duration,
+                error: nil,
+                adapter: .mqtt,
+                duration: duration,
                 attempts: [AttemptRecord(adapter: .mqtt, outcome: .success, reason: nil, duration: duration)],
                 explanation: "relay cycle confirmed, caused elsewhere (seen on the status topic)"
             )
         }
         return OpeningResult(
-            error: .operationTimeout, adapter: .mqtt, duration: duration,
-            attempts: [AttemptRecord(adapter: .mqtt, outcome: .timeout, reason: .noRelease(budget: budget), duration: duration)],
+            error: .operationTimeout,
+            adapter: .mqtt,
+            duration: duration,
+            attempts: [
+                AttemptRecord(adapter: .mqtt, outcome: .timeout, reason: .noRelease(budget: budget), duration: duration)
+            ],
             explanation: "relay activated elsewhere but its release was never reported"
         )
     }

@@ -19,7 +19,10 @@ struct NotifierService: Service, CustomStringConvertible {
 
     func run() async {
         context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
-        context.logger.info("daemon ready", metadata: ["status": "\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
+        context.logger.info(
+            "daemon ready",
+            metadata: ["status": "\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"]
+        )
         if let interval = watchdogInterval {
             var starving = false
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
@@ -38,9 +41,13 @@ struct NotifierService: Service, CustomStringConvertible {
                     context.notify(["WATCHDOG=1"])
                 } else if !starving {
                     starving = true
-                    context.logger.error("watchdog not fed: a service loop made no progress; systemd will restart the daemon", metadata: [
-                        "services": "\(stale.map { "\($0.service) (\($0.silent.milliseconds) ms)" }.joined(separator: ", "))",
-                    ])
+                    context.logger.error(
+                        "watchdog not fed: a service loop made no progress; systemd will restart the daemon",
+                        metadata: [
+                            "services":
+                                "\(stale.map { "\($0.service) (\($0.silent.milliseconds) ms)" }.joined(separator: ", "))"
+                        ]
+                    )
                 }
             }
         } else {

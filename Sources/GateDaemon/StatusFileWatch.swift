@@ -7,7 +7,11 @@ struct StatusFileWatch {
     private let watch: FileChangeWatch
     private let forward: Task<Void, Never>
 
-    init<Input: Sendable>(paths: RuntimePaths, into continuation: AsyncStream<Input>.Continuation, as input: Input) throws(SystemError) {
+    init<Input: Sendable>(
+        paths: RuntimePaths,
+        into continuation: AsyncStream<Input>.Continuation,
+        as input: Input
+    ) throws(SystemError) {
         let watch = try FileChangeWatch(directory: paths.runtimeDirectory, names: ["status.json"])
         self.watch = watch
         forward = Task {

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GateCore
 import GateSystem
 import Logging
 import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Keeps `status.json` saying what readers would conclude anyway (docs/CONTRACT.md#the-status-file): a
 /// `timeout`/`error` past its `reset_at` becomes `ready`, and a busy record whose
@@ -29,13 +30,19 @@ struct StatusKeeperService: Service, CustomStringConvertible {
         var watch: FileChangeWatch?
         var forward: Task<Void, Never>?
         do {
-            let started = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json", "lock"])
+            let started = try FileChangeWatch(
+                directory: context.paths.runtimeDirectory,
+                names: ["status.json", "lock"]
+            )
             watch = started
             forward = Task {
                 for await _ in started.changes { continuation.yield(()) }
             }
         } catch {
-            logger.warning("the status file is not watched; it is tidied at its reset times only", metadata: ["error": "\(error)"])
+            logger.warning(
+                "the status file is not watched; it is tidied at its reset times only",
+                metadata: ["error": "\(error)"]
+            )
         }
         defer {
             forward?.cancel()
@@ -75,13 +82,19 @@ struct StatusKeeperService: Service, CustomStringConvertible {
         for directory in [context.paths.runtimeDirectory, context.paths.stateDirectory] {
             switch SharedFile.removeStaleTemporaries(in: directory, olderThan: Self.staleTemporaryAge) {
             case .success(let names) where !names.isEmpty:
-                context.logger.notice("removed temporary files left by killed writers", metadata: [
-                    "folder": "\(directory)", "files": "\(names.map(SafeText.escaped).joined(separator: ","))",
-                ])
+                context.logger.notice(
+                    "removed temporary files left by killed writers",
+                    metadata: [
+                        "folder": "\(directory)", "files": "\(names.map(SafeText.escaped).joined(separator: ","))",
+                    ]
+                )
             case .success:
                 break
             case .failure(let error):
-                context.logger.debug("temporary files not swept", metadata: ["folder": "\(directory)", "error": "\(error)"])
+                context.logger.debug(
+                    "temporary files not swept",
+                    metadata: ["folder": "\(directory)", "error": "\(error)"]
+                )
             }
         }
     }
@@ -119,7 +132,9 @@ struct StatusKeeperService: Service, CustomStringConvertible {
         switch record.state {
         case .timeout, .error:
             // At most a minute: the wall clock may be stepped while the keeper sleeps.
-            return record.resetAt.flatMap { WallClock.duration(until: $0) }.map { min($0 + .milliseconds(5), .seconds(60)) }
+            return record.resetAt.flatMap { WallClock.duration(until: $0) }.map {
+                min($0 + .milliseconds(5), .seconds(60))
+            }
         case .triggering, .waitingForRelayClose:
             return Self.busyRecheck
         case .ready:
@@ -131,13 +146,23 @@ struct StatusKeeperService: Service, CustomStringConvertible {
     /// an opener holds it (that opener writes the file itself).
     private func rewrite(_ replacement: () -> StatusRecord?) {
         let paths = context.paths
-        let acquired = OpeningLock.acquire(path: paths.lockFile, pid: getpid(), source: "daemon", since: WallClock.iso8601())
+        let acquired = OpeningLock.acquire(
+            path: paths.lockFile,
+            pid: getpid(),
+            source: "daemon",
+            since: WallClock.iso8601()
+        )
         guard case .success(.acquired(let lock)) = acquired else { return }
         if let record = replacement() {
             if let failure = StatusFile.write(record, to: paths.statusFile) {
                 context.logger.warning("cannot write the status file", metadata: ["error": "\(failure)"])
             } else {
-                context.logger.debug("status file tidied", metadata: ["state": "\(record.state.rawValue)", "outcome": "\(record.last?.outcome.rawValue ?? "none")"])
+                context.logger.debug(
+                    "status file tidied",
+                    metadata: [
+                        "state": "\(record.state.rawValue)", "outcome": "\(record.last?.outcome.rawValue ?? "none")",
+                    ]
+                )
             }
         }
         withExtendedLifetime(lock) {}

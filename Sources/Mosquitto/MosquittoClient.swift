@@ -1,8 +1,9 @@
+import CMosquitto
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CMosquitto
-import Synchronization
 
 /// Owns one `struct mosquitto *` and frees it.
 ///
@@ -146,7 +147,10 @@ public final class MosquittoClient: @unchecked Sendable {
 
     /// Speaks MQTT 5 instead of 3.1.1 (before `connect`): needed for subscription options.
     public func useMQTT5() throws(MosquittoError) {
-        try check("mosquitto_int_option(PROTOCOL_VERSION)", api.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5))
+        try check(
+            "mosquitto_int_option(PROTOCOL_VERSION)",
+            api.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
+        )
     }
 
     /// MQTT 5's "retain as published" (MQTT_SUB_OPT_RETAIN_AS_PUBLISHED of mqtt_protocol.h):
@@ -166,7 +170,12 @@ public final class MosquittoClient: @unchecked Sendable {
     }
 
     @discardableResult
-    public func publish(topic: String, payload: [UInt8], qos: Int32 = 0, retain: Bool = false) throws(MosquittoError) -> Int32 {
+    public func publish(
+        topic: String,
+        payload: [UInt8],
+        qos: Int32 = 0,
+        retain: Bool = false
+    ) throws(MosquittoError) -> Int32 {
         var messageID: Int32 = 0
         let code = payload.withUnsafeBytes { bytes in
             api.publish(handle, &messageID, topic, Int32(bytes.count), bytes.baseAddress, qos, retain)
@@ -190,10 +199,12 @@ public enum MosquittoLibrary {
     private static let loaded: Result<MosquittoAPI, MosquittoError> = {
         var table = gate_mosquitto_api()
         if let failure = gate_mosquitto_load(&table) {
-            return .failure(MosquittoError(
-                call: "dlopen libmosquitto.so.1",
-                words: String(cString: failure) + " (MQTT needs the package libmosquitto1)"
-            ))
+            return .failure(
+                MosquittoError(
+                    call: "dlopen libmosquitto.so.1",
+                    words: String(cString: failure) + " (MQTT needs the package libmosquitto1)"
+                )
+            )
         }
         let api = MosquittoAPI(table)
         _ = api.lib_init()

@@ -42,7 +42,9 @@ public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The broker's words for a CONNACK code (5 is "not authorised").
     public static func connackWords(for code: Int32) -> String {
-        guard let api = try? MosquittoLibrary.api(), let text = api.connack_string(code) else { return "CONNACK \(code)" }
+        guard let api = try? MosquittoLibrary.api(), let text = api.connack_string(code) else {
+            return "CONNACK \(code)"
+        }
         return String(cString: text)
     }
 }

@@ -14,7 +14,10 @@ public enum AddressLookup {
     /// `AI_ADDRCONFIG`: no IPv6 address on a host without IPv6 (gate's rule for the
     /// ESP32 and the broker).
     public static func addresses(
-        host: String, port: UInt16, socketType: Int32, onlyConfiguredFamilies: Bool = true
+        host: String,
+        port: UInt16,
+        socketType: Int32,
+        onlyConfiguredFamilies: Bool = true
     ) -> Result<[SocketAddress], SystemError.Words> {
         var hints = addrinfo()
         hints.ai_socktype = socketType
@@ -23,7 +26,11 @@ public enum AddressLookup {
         let status = getaddrinfo(host, nil, &hints, &list)
         defer { if let list { freeaddrinfo(list) } }
         guard status == 0 else {
-            return .failure(SystemError.Words("getaddrinfo: " + (gai_strerror(status).map { String(cString: $0) } ?? "error \(status)")))
+            return .failure(
+                SystemError.Words(
+                    "getaddrinfo: " + (gai_strerror(status).map { String(cString: $0) } ?? "error \(status)")
+                )
+            )
         }
         var found: [SocketAddress] = []
         var cursor = list
@@ -31,9 +38,13 @@ public enum AddressLookup {
             if let sockaddr = entry.pointee.ai_addr {
                 var storage = sockaddr_storage()
                 withUnsafeMutableBytes(of: &storage) { target in
-                    target.copyMemory(from: UnsafeRawBufferPointer(start: sockaddr, count: Int(entry.pointee.ai_addrlen)))
+                    target.copyMemory(
+                        from: UnsafeRawBufferPointer(start: sockaddr, count: Int(entry.pointee.ai_addrlen))
+                    )
                 }
-                if let address = SocketAddress(storage: storage), !found.contains(where: { $0.addressBytes == address.addressBytes }) {
+                if let address = SocketAddress(storage: storage),
+                    !found.contains(where: { $0.addressBytes == address.addressBytes })
+                {
                     found.append(SocketAddress(addressBytes: address.addressBytes, port: port)!)
                 }
             }

@@ -11,7 +11,9 @@ public enum Descriptor {
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> SystemError? {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in retryingOnInterrupt { write(fd, raw.baseAddress! + offset, raw.count - offset) } }
+            let written = bytes.withUnsafeBytes { raw in
+                retryingOnInterrupt { write(fd, raw.baseAddress! + offset, raw.count - offset) }
+            }
             guard written >= 0 else { return SystemError("write") }
             offset += written
         }

@@ -45,11 +45,16 @@ public enum OSThread {
         public init(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
             let box = Unmanaged.passRetained(Box(body))
             var id = pthread_t()
-            let status = pthread_create(&id, nil, { raw in
-                guard let raw else { return nil }
-                Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
-                return nil
-            }, box.toOpaque())
+            let status = pthread_create(
+                &id,
+                nil,
+                { raw in
+                    guard let raw else { return nil }
+                    Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
+                    return nil
+                },
+                box.toOpaque()
+            )
             guard status == 0 else {
                 box.release()
                 throw SystemError("pthread_create", code: status)

@@ -55,7 +55,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             raw.sin_port = port.bigEndian
             withUnsafeMutableBytes(of: &raw.sin_addr) { $0.copyBytes(from: addressBytes) }
             return try withUnsafePointer(to: &raw) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    try body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         var raw = sockaddr_in6()
@@ -63,7 +65,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         raw.sin6_port = port.bigEndian
         withUnsafeMutableBytes(of: &raw.sin6_addr) { $0.copyBytes(from: addressBytes) }
         return try withUnsafePointer(to: &raw) {
-            try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
         }
     }
 
@@ -71,11 +75,15 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// address (a v4 peer of a `[::]` socket) is shown as plain IPv4, which is what
     /// the peer itself would call it.
     public var host: String {
-        if addressBytes.count == 16, addressBytes[0..<10].allSatisfy({ $0 == 0 }), addressBytes[10] == 0xff, addressBytes[11] == 0xff {
+        if addressBytes.count == 16, addressBytes[0..<10].allSatisfy({ $0 == 0 }), addressBytes[10] == 0xff,
+            addressBytes[11] == 0xff
+        {
             return addressBytes[12...].map(String.init).joined(separator: ".")
         }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let written = addressBytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        let written = addressBytes.withUnsafeBytes {
+            inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count))
+        }
         guard written != nil else { return "?" }
         return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }

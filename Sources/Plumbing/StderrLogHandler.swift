@@ -1,9 +1,10 @@
+import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Logging
 
 /// One line per message on stderr, each written with a single `write(2)`, so that
 /// lines from several threads never interleave. What a line says is the program's

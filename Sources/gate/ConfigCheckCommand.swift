@@ -22,20 +22,28 @@ struct ConfigCheckCommand: ParsableCommand {
         if let mqtt = config.mqtt {
             let security = mqtt.tls ? "TLS (\(mqtt.caFile ?? "system CA store"))" : "no TLS"
             let user = mqtt.username.map { "user \($0)" } ?? "anonymous"
-            lines.append("  mqtt: \(mqtt.host) port \(mqtt.port), \(security), \(user), complete cycle within \(mqtt.timeout) s")
+            lines.append(
+                "  mqtt: \(mqtt.host) port \(mqtt.port), \(security), \(user), complete cycle within \(mqtt.timeout) s"
+            )
             lines.append("        trigger \(mqtt.triggerTopic), status \(mqtt.statusTopic)")
         } else {
             lines.append("  mqtt: not configured")
         }
         if let button = config.button {
-            lines.append("  button: \(button.chip) line \(button.line), active \(button.activeLow ? "low" : "high"), debounce \(button.debounceMilliseconds) ms")
+            lines.append(
+                "  button: \(button.chip) line \(button.line), active \(button.activeLow ? "low" : "high"), debounce \(button.debounceMilliseconds) ms"
+            )
         }
         if let ha = config.homeAssistant {
             let topics = HomeAssistantTopics(ha)
-            lines.append("  homeassistant: device \"\(ha.name)\" (node \(ha.nodeID)), discovery under \(ha.discoveryPrefix)/, button on \(topics.command)")
+            lines.append(
+                "  homeassistant: device \"\(ha.name)\" (node \(ha.nodeID)), discovery under \(ha.discoveryPrefix)/, button on \(topics.command)"
+            )
         }
         if let notify = config.notify {
-            let which = notify.everyOpening ? "every opening" : "openings by others (elsewhere, button, homeassistant) and failures"
+            let which =
+                notify.everyOpening
+                ? "every opening" : "openings by others (elsewhere, button, homeassistant) and failures"
             let shown = notify.timeoutMilliseconds == 0 ? "until dismissed" : "for \(notify.timeoutMilliseconds) ms"
             lines.append("  notify: desktop notifications (gate daemon, session bus) for \(which), shown \(shown)")
         }

@@ -1,9 +1,10 @@
 import ArgumentParser
+import GateCore
+import GateSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import GateSystem
 
 struct GateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,7 +23,10 @@ struct GateCommand: AsyncParsableCommand {
             cycled: do not retry blindly).
             """,
         version: GateVersion.current,
-        subcommands: [OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self, DaemonCommand.self, DoctorCommand.self, HomeAssistantCommand.self]
+        subcommands: [
+            OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self,
+            DaemonCommand.self, DoctorCommand.self, HomeAssistantCommand.self,
+        ]
     )
 
     @OptionGroup var globals: GlobalOptions

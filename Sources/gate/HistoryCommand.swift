@@ -62,7 +62,9 @@ struct HistoryCommand: ParsableCommand {
             let safe = SafeText.escaped
             let who = entry.uid.map { "\(safe(entry.source)) (uid \($0))" } ?? safe(entry.source)
             let outcome = entry.error.map { "\(safe(entry.outcome)) (\(safe($0)))" } ?? safe(entry.outcome)
-            Terminal.printLine("\(safe(entry.at))  \(who)  \(entry.adapter.map(safe) ?? "-")  \(outcome)  \(entry.durationMs) ms")
+            Terminal.printLine(
+                "\(safe(entry.at))  \(who)  \(entry.adapter.map(safe) ?? "-")  \(outcome)  \(entry.durationMs) ms"
+            )
         }
     }
 }

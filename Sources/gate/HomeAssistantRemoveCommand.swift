@@ -36,12 +36,18 @@ struct HomeAssistantRemoveCommand: ParsableCommand {
         let logger = globals.makeLogger()
         let (config, candidate) = try ConfigLoading.load(globals)
         guard let mqtt = config.mqtt else {
-            throw fail("\(candidate.path) has no [mqtt] table: Home Assistant is reached through the MQTT broker", ExitStatus.configuration)
+            throw fail(
+                "\(candidate.path) has no [mqtt] table: Home Assistant is reached through the MQTT broker",
+                ExitStatus.configuration
+            )
         }
         var ha = config.homeAssistant ?? HomeAssistantConfig()
         if let nodeID {
             guard !nodeID.isEmpty, nodeID.utf8.count <= 64,
-                  nodeID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D })
+                nodeID.utf8.allSatisfy({
+                    ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F
+                        || $0 == 0x2D
+                })
             else { throw ValidationError("--node-id takes 1–64 characters of A–Z, a–z, 0–9, `_` and `-`") }
             ha.nodeID = nodeID
         }
@@ -60,14 +66,26 @@ struct HomeAssistantRemoveCommand: ParsableCommand {
         }
         let topics = HomeAssistantTopics(ha)
         let removal = HomeAssistantDiscovery.removal(topics)
-        let outcome = MQTTOneShot.run(mqtt, password: password, publish: removal, timeout: .seconds(fromConfig: mqtt.timeout))
+        let outcome = MQTTOneShot.run(
+            mqtt,
+            password: password,
+            publish: removal,
+            timeout: .seconds(fromConfig: mqtt.timeout)
+        )
         password = nil
         switch outcome {
         case .success:
-            logger.info("Home Assistant device removed", metadata: ["node_id": "\(ha.nodeID)", "prefix": "\(ha.discoveryPrefix)"])
-            Terminal.printLine("Removed the Home Assistant device \(ha.nodeID): empty retained messages on \(topics.discoveryConfigs.joined(separator: ", ")) and the device's own topics.")
+            logger.info(
+                "Home Assistant device removed",
+                metadata: ["node_id": "\(ha.nodeID)", "prefix": "\(ha.discoveryPrefix)"]
+            )
+            Terminal.printLine(
+                "Removed the Home Assistant device \(ha.nodeID): empty retained messages on \(topics.discoveryConfigs.joined(separator: ", ")) and the device's own topics."
+            )
             if config.homeAssistant != nil {
-                Terminal.printLine("Note: [homeassistant] is still in \(candidate.path); a running gate daemon announces the device again when it reconnects or Home Assistant restarts. Remove the table and reload the daemon to keep it away.")
+                Terminal.printLine(
+                    "Note: [homeassistant] is still in \(candidate.path); a running gate daemon announces the device again when it reconnects or Home Assistant restarts. Remove the table and reload the daemon to keep it away."
+                )
             }
         case .failure(.refused(let words)):
             throw fail(words, ExitStatus.configuration)

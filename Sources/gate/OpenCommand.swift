@@ -2,6 +2,7 @@ import ArgumentParser
 import GateCore
 import GateSystem
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +56,10 @@ struct OpenCommand: AsyncParsableCommand {
     @Flag(help: "Skip the cooldown after the last relay cycle. The lock is never skipped.")
     var force = false
 
-    @Flag(help: "Open from this process even when a daemon answers on the control socket (control.sock in the runtime folder).")
+    @Flag(
+        help:
+            "Open from this process even when a daemon answers on the control socket (control.sock in the runtime folder)."
+    )
     var direct = false
 
     func validate() throws {
@@ -65,7 +69,15 @@ struct OpenCommand: AsyncParsableCommand {
     }
 
     var request: OpenRequest {
-        OpenRequest(via: via, json: json, source: source, force: force, direct: direct, config: globals.config, logLevel: globals.effectiveLogLevel)
+        OpenRequest(
+            via: via,
+            json: json,
+            source: source,
+            force: force,
+            direct: direct,
+            config: globals.config,
+            logLevel: globals.effectiveLogLevel
+        )
     }
 
     func run() async throws {

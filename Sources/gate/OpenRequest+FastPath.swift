@@ -46,13 +46,17 @@ extension OpenRequest {
                 guard let next = tokens.next(), !next.isEmpty, !next.hasPrefix("-") else { return nil }
                 return next
             }
-            let global = name == "--config" || name == "--log-level" || name == "--verbose"
-                || (name.count >= 2 && name.hasPrefix("-") && !name.hasPrefix("--") && name.dropFirst().allSatisfy { $0 == "v" })
+            let global =
+                name == "--config" || name == "--log-level" || name == "--verbose"
+                || (name.count >= 2 && name.hasPrefix("-") && !name.hasPrefix("--")
+                    && name.dropFirst().allSatisfy { $0 == "v" })
             // Before the subcommand only the global options are the root command's.
             guard sawOpen || global else { return nil }
             switch name {
             case "--via":
-                guard via == nil, let text = value(), let selection = AdapterSelection(rawValue: text) else { return nil }
+                guard via == nil, let text = value(), let selection = AdapterSelection(rawValue: text) else {
+                    return nil
+                }
                 via = selection
             case "--json":
                 guard !json, inlineValue == nil else { return nil }
@@ -70,7 +74,9 @@ extension OpenRequest {
                 guard config == nil, let text = value() else { return nil }
                 config = text
             case "--log-level":
-                guard logLevel == nil, let text = value(), let level = LogLevelArgument(argument: text)?.level else { return nil }
+                guard logLevel == nil, let text = value(), let level = LogLevelArgument(argument: text)?.level else {
+                    return nil
+                }
                 logLevel = level
             case "--verbose":
                 guard inlineValue == nil else { return nil }
@@ -82,7 +88,12 @@ extension OpenRequest {
         }
         guard sawOpen else { return nil }
         self.init(
-            via: via ?? .auto, json: json, source: source ?? "cli", force: force, direct: direct, config: config,
+            via: via ?? .auto,
+            json: json,
+            source: source ?? "cli",
+            force: force,
+            direct: direct,
+            config: config,
             logLevel: logLevel ?? GlobalOptions.level(verbose: verbose)
         )
     }

@@ -1,6 +1,7 @@
 import GateCore
 import GateSystem
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,13 @@ struct OpenRequest: Equatable {
             configPath = candidate.path
             logger.debug("configuration loaded", metadata: ["file": "\(candidate.path)"])
         case .failure(let error):
-            let result = OpeningResult(error: .configurationMissing, adapter: nil, duration: .zero, attempts: [], explanation: error.description)
+            let result = OpeningResult(
+                error: .configurationMissing,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: error.description
+            )
             report(result, display: display, problems: error.problems.map(\.description))
             return result.exitCode
         }
@@ -43,13 +50,25 @@ struct OpenRequest: Equatable {
         case .success(let resolved):
             paths = resolved
         case .failure(let error):
-            let result = OpeningResult(error: .configurationMissing, adapter: nil, duration: .zero, attempts: [], explanation: error.message)
+            let result = OpeningResult(
+                error: .configurationMissing,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: error.message
+            )
             report(result, display: display, problems: [])
             return result.exitCode
         }
         if !direct, let canonicalConfig = ConfigLocator.canonical(configPath) {
             let opening = ControlOpening(source: source, selection: via, force: force, configPath: canonicalConfig)
-            switch await ControlClient.open(opening, paths: paths, limit: config.openingLimit, logger: logger, onStateChange: display.show) {
+            switch await ControlClient.open(
+                opening,
+                paths: paths,
+                limit: config.openingLimit,
+                logger: logger,
+                onStateChange: display.show
+            ) {
             case .finished(let result):
                 report(result, display: display, problems: [])
                 return result.exitCode
@@ -57,8 +76,15 @@ struct OpenRequest: Equatable {
                 logger.debug("opening directly", metadata: ["why": "\(why)"])
             }
         }
-        let pipeline = OpeningPipeline(paths: paths, adapters: AdapterFactory(credentials: AdapterFactory.credentials()), logger: logger)
-        let result = await pipeline.open(config: config, request: OpeningRequest(source: source, selection: via, force: force)) { state, adapter in
+        let pipeline = OpeningPipeline(
+            paths: paths,
+            adapters: AdapterFactory(credentials: AdapterFactory.credentials()),
+            logger: logger
+        )
+        let result = await pipeline.open(
+            config: config,
+            request: OpeningRequest(source: source, selection: via, force: force)
+        ) { state, adapter in
             display.show(state, adapter: adapter)
         }
         report(result, display: display, problems: [])

@@ -1,6 +1,7 @@
 import ArgumentParser
 import GateCore
 import GateSystem
+
 #if canImport(Glibc)
 import Glibc
 import Plumbing
@@ -43,11 +44,20 @@ struct SecretSetCommand: ParsableCommand {
         do {
             try store.store(secret, account: account.rawValue, label: account.label)
         } catch {
-            throw SecretReport.fail("set", "\(account.title) was not stored: \(error)", status: ExitStatus.configuration)
+            throw SecretReport.fail(
+                "set",
+                "\(account.title) was not stored: \(error)",
+                status: ExitStatus.configuration
+            )
         }
-        logger.info("secret stored", metadata: ["account": "\(account.rawValue)", "schema": "\(SecretServiceStore.schemaName)"])
-        Terminal.printLine("Stored \(account.title) in the Secret Service (schema \(SecretServiceStore.schemaName), "
-            + "service=\(SecretServiceStore.service), account=\(account.rawValue)).")
+        logger.info(
+            "secret stored",
+            metadata: ["account": "\(account.rawValue)", "schema": "\(SecretServiceStore.schemaName)"]
+        )
+        Terminal.printLine(
+            "Stored \(account.title) in the Secret Service (schema \(SecretServiceStore.schemaName), "
+                + "service=\(SecretServiceStore.service), account=\(account.rawValue))."
+        )
     }
 }
 
@@ -93,10 +103,14 @@ enum PasswordInput {
             return .failure(Problem(message: "refusing an empty password (\(origin) was empty); nothing was stored"))
         }
         guard bytes.count <= maximumLength else {
-            return .failure(Problem(message: "\(origin) is longer than \(maximumLength) bytes, the most an MQTT password can hold"))
+            return .failure(
+                Problem(message: "\(origin) is longer than \(maximumLength) bytes, the most an MQTT password can hold")
+            )
         }
         guard !bytes.contains(0x0a), !bytes.contains(0x0d) else {
-            return .failure(Problem(message: "\(origin) holds more than one line; give the password alone, on one line"))
+            return .failure(
+                Problem(message: "\(origin) holds more than one line; give the password alone, on one line")
+            )
         }
         guard !bytes.contains(0) else {
             return .failure(Problem(message: "\(origin) holds a NUL byte, which a Secret Service password cannot"))
@@ -107,7 +121,8 @@ enum PasswordInput {
             switch decoder.decode(&iterator) {
             case .scalarValue: continue
             case .emptyInput: break decoding
-            case .error: return .failure(Problem(message: "\(origin) is not UTF-8 text, which the Secret Service stores"))
+            case .error:
+                return .failure(Problem(message: "\(origin) is not UTF-8 text, which the Secret Service stores"))
             }
         }
         return .success(Secret(bytes: Array(bytes)))
@@ -117,7 +132,9 @@ enum PasswordInput {
     private static func readToEnd(_ fd: Int32, into buffer: WipedBuffer) -> Problem? {
         while true {
             guard buffer.count < buffer.capacity else {
-                return Problem(message: "standard input is longer than \(maximumLength) bytes, the most an MQTT password can hold")
+                return Problem(
+                    message: "standard input is longer than \(maximumLength) bytes, the most an MQTT password can hold"
+                )
             }
             let got = retryingOnInterrupt { Glibc.read(fd, buffer.base + buffer.count, buffer.capacity - buffer.count) }
             if got < 0 {
@@ -206,7 +223,9 @@ enum TerminalLine {
     static func read(into buffer: WipedBuffer, prompt: String, output: PromptOutput) -> PasswordInput.Problem? {
         var original = termios()
         guard tcgetattr(STDIN_FILENO, &original) == 0 else {
-            return PasswordInput.Problem(message: "cannot read the terminal's settings: \(SystemError.text(for: errno))")
+            return PasswordInput.Problem(
+                message: "cannot read the terminal's settings: \(SystemError.text(for: errno))"
+            )
         }
         savedTerminal.pointee = original
 
@@ -240,16 +259,23 @@ enum TerminalLine {
         // No echo, but line editing (backspace, ^U) still works.
         quiet.c_lflag &= ~tcflag_t(ECHO | ECHOE | ECHOK | ECHONL)
         guard tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) == 0 else {
-            return PasswordInput.Problem(message: "cannot turn the terminal's echo off: \(SystemError.text(for: errno))")
+            return PasswordInput.Problem(
+                message: "cannot turn the terminal's echo off: \(SystemError.text(for: errno))"
+            )
         }
         output.write(prompt)
 
         while true {
             if buffer.count > 0, buffer.base[buffer.count - 1] == 0x0a { return nil }
             guard buffer.count < buffer.capacity else {
-                return PasswordInput.Problem(message: "the entry is longer than \(PasswordInput.maximumLength) bytes, the most an MQTT password can hold")
+                return PasswordInput.Problem(
+                    message:
+                        "the entry is longer than \(PasswordInput.maximumLength) bytes, the most an MQTT password can hold"
+                )
             }
-            let got = retryingOnInterrupt { Glibc.read(STDIN_FILENO, buffer.base + buffer.count, buffer.capacity - buffer.count) }
+            let got = retryingOnInterrupt {
+                Glibc.read(STDIN_FILENO, buffer.base + buffer.count, buffer.capacity - buffer.count)
+            }
             if got < 0 {
                 return PasswordInput.Problem(message: "cannot read the terminal: \(SystemError.text(for: errno))")
             }

@@ -43,16 +43,21 @@ struct SecretStatusCommand: ParsableCommand {
                 state = "cannot be used: \(why)"
                 if verdict == nil { verdict = "unusable (\(source.name) has one that cannot be used)" }
             }
-            logger.debug("secret source asked", metadata: ["source": "\(source.name)", "account": "\(account.rawValue)"])
+            logger.debug(
+                "secret source asked",
+                metadata: ["source": "\(source.name)", "account": "\(account.rawValue)"]
+            )
             lines.append("  \(index + 1). \(source.name): \(state)")
         }
         let heading = "\(account.rawValue): \(verdict ?? "nowhere")"
         Terminal.printLine(([heading] + lines).joined(separator: "\n"))
         guard usable else {
             if verdict == nil {
-                Terminal.printError("gate secret status: no \(account.rawValue) found; store one with "
-                    + "`gate secret set \(account.rawValue)` (desktop session, Secret Service), or, for the system "
-                    + "service, provide the systemd credential `\(account.rawValue)` (LoadCredentialEncrypted=\(account.rawValue))")
+                Terminal.printError(
+                    "gate secret status: no \(account.rawValue) found; store one with "
+                        + "`gate secret set \(account.rawValue)` (desktop session, Secret Service), or, for the system "
+                        + "service, provide the systemd credential `\(account.rawValue)` (LoadCredentialEncrypted=\(account.rawValue))"
+                )
             }
             throw ExitCode(ExitStatus.configuration)
         }
@@ -63,7 +68,8 @@ struct SecretStatusCommand: ParsableCommand {
             return " (\(directory)/\(account.rawValue))"
         }
         if source is SecretServiceSource {
-            return " (schema \(SecretServiceStore.schemaName), service=\(SecretServiceStore.service), account=\(account.rawValue))"
+            return
+                " (schema \(SecretServiceStore.schemaName), service=\(SecretServiceStore.service), account=\(account.rawValue))"
         }
         return ""
     }

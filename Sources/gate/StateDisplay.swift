@@ -95,7 +95,9 @@ final class StateDisplay: Sendable {
         } else {
             for attempt in result.attempts {
                 let took = attempt.duration.map { " after \($0.milliseconds) ms" } ?? ""
-                lines.append("  \(attempt.adapter): \(attempt.outcome.rawValue)\(took): \(attempt.reason?.description ?? "")")
+                lines.append(
+                    "  \(attempt.adapter): \(attempt.outcome.rawValue)\(took): \(attempt.reason?.description ?? "")"
+                )
             }
         }
         return lines.joined(separator: "\n")

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
 import GateCore
 import GateSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Blocking on purpose: `--watch` waits in poll(2) on the main thread, which nothing
 /// else in this process needs, and a one-shot read is over in a millisecond.
@@ -41,7 +42,12 @@ struct StatusCommand: ParsableCommand {
 
     @OptionGroup var globals: GlobalOptions
 
-    @Option(help: ArgumentHelp("How to print the state: text, json, waybar, polybar, i3blocks or genmon.", valueName: "format"))
+    @Option(
+        help: ArgumentHelp(
+            "How to print the state: text, json, waybar, polybar, i3blocks or genmon.",
+            valueName: "format"
+        )
+    )
     var format: StatusFormat = .text
 
     @Flag(help: "Print the state again on every change, one line each, until the reader goes away.")

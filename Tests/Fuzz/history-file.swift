@@ -21,16 +21,21 @@ public func fuzzHistoryFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt 
     let whole = tail(chunk: max(1, bytes.count), limit: limit)
     let chunked = tail(chunk: chunk, limit: limit)
     guard whole.entries == chunked.entries else {
-        fatalError("chunks of \(chunk) bytes read \(chunked.entries.count) entries, the whole file \(whole.entries.count)")
+        fatalError(
+            "chunks of \(chunk) bytes read \(chunked.entries.count) entries, the whole file \(whole.entries.count)"
+        )
     }
     guard chunked.entries.count <= limit else { fatalError("more than \(limit) entries") }
     for entry in chunked.entries {
         guard WallTime.isValid(entry.at), SafeText.isLabel(entry.source), SafeText.isLabel(entry.outcome),
-              entry.adapter.map(SafeText.isLabel) ?? true, entry.error.map(SafeText.isLabel) ?? true else {
+            entry.adapter.map(SafeText.isLabel) ?? true, entry.error.map(SafeText.isLabel) ?? true
+        else {
             fatalError("an entry with hostile members was read: \(entry)")
         }
         // What `gate history --json` prints must read back to the same entry.
-        guard let again = JSONValue.parse(Array(entry.json.serialized().utf8)).flatMap(HistoryEntry.init(json:)), again == entry else {
+        guard let again = JSONValue.parse(Array(entry.json.serialized().utf8)).flatMap(HistoryEntry.init(json:)),
+            again == entry
+        else {
             fatalError("an entry changed on a round trip: \(entry)")
         }
     }

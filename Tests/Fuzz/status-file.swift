@@ -8,12 +8,17 @@ public func fuzzStatusFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     guard let reread = JSONValue.parse(Array(value.serialized().utf8)) else {
         fatalError("a value that was read does not read back: \(value.serialized())")
     }
-    guard reread.serialized() == value.serialized() else { fatalError("a value changed on a round trip: \(value.serialized())") }
+    guard reread.serialized() == value.serialized() else {
+        fatalError("a value changed on a round trip: \(value.serialized())")
+    }
     guard let record = StatusRecord(json: value) else { return 0 }
     // The file is shared (docs/CONTRACT.md#runtime-files): a record that was accepted holds only what gate writes.
-    let texts = [record.source, record.adapter, record.last?.source, record.last?.error, record.last?.adapter].compactMap { $0 }
-    guard texts.allSatisfy(SafeText.isLabel), WallTime.isValid(record.since), record.resetAt.map(WallTime.isValid) ?? true,
-          record.last.map({ WallTime.isValid($0.finishedAt) }) ?? true else {
+    let texts = [record.source, record.adapter, record.last?.source, record.last?.error, record.last?.adapter]
+        .compactMap { $0 }
+    guard texts.allSatisfy(SafeText.isLabel), WallTime.isValid(record.since),
+        record.resetAt.map(WallTime.isValid) ?? true,
+        record.last.map({ WallTime.isValid($0.finishedAt) }) ?? true
+    else {
         fatalError("a status record with hostile members was accepted: \(record)")
     }
     guard let again = JSONValue.parse(Array(record.json.serialized().utf8)).flatMap(StatusRecord.init(json:)) else {

@@ -56,7 +56,9 @@ public func fuzzUDPReplies(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         } else {
             let datagram = bytes[index..<min(index + length, bytes.count)]
             index += datagram.count
-            events = current == .udp ? UDPReplyDecoder.events(for: datagram) : [MQTTStatusDecoder.event(for: Array(datagram), topic: "t")]
+            events =
+                current == .udp
+                ? UDPReplyDecoder.events(for: datagram) : [MQTTStatusDecoder.event(for: Array(datagram), topic: "t")]
         }
         for event in events where finished == 0 {
             if current == .udp {

@@ -60,11 +60,13 @@ struct EdgeReaderTests {
         pipe.closeWriter()
         let reader = try EdgeReader(fd: pipe.readEnd)
         let edges = await collect(reader)
-        #expect(edges == [
-            Edge(.falling, at: 1_000_000_123),
-            Edge(.rising, at: 1_002_500_000),
-            Edge(.falling, at: 7_000_000_001),
-        ])
+        #expect(
+            edges == [
+                Edge(.falling, at: 1_000_000_123),
+                Edge(.rising, at: 1_002_500_000),
+                Edge(.falling, at: 7_000_000_001),
+            ]
+        )
         #expect(reader.ending == .endOfInput)
     }
 
@@ -81,8 +83,10 @@ struct EdgeReaderTests {
         }
         #expect(error.call == "gpiod_line_event_read_fd")
         #expect(error.code == EIO)
-        #expect(error.description == "cannot read a whole 16-byte button event record from fd \(pipe.readEnd): "
-            + "gpiod_line_event_read_fd: Input/output error")
+        #expect(
+            error.description == "cannot read a whole 16-byte button event record from fd \(pipe.readEnd): "
+                + "gpiod_line_event_read_fd: Input/output error"
+        )
     }
 
     @Test("stop() ends a stream that waits for edges on an open pipe")
@@ -155,6 +159,8 @@ struct EdgeReaderTests {
         let error = #expect(throws: GPIOError.self) {
             _ = try ButtonLine.open(chip: name, line: 17, activeLow: true)
         }
-        #expect(error?.description == "cannot open GPIO chip \(name): gpiod_chip_open_lookup: No such file or directory")
+        #expect(
+            error?.description == "cannot open GPIO chip \(name): gpiod_chip_open_lookup: No such file or directory"
+        )
     }
 }

@@ -1,28 +1,56 @@
 import Testing
+
 @testable import GateCore
 
 private func ip(_ text: String) -> IPAddress { IPAddress(literal: text)! }
 
 private let table = [
     InterfaceAddress(name: "lo", isUp: true, isLoopback: true, address: ip("127.0.0.1"), netmask: ip("255.0.0.0")),
-    InterfaceAddress(name: "wlan0", isUp: true, isLoopback: false, address: ip("192.168.1.20"), netmask: ip("255.255.255.0")),
-    InterfaceAddress(name: "eth0", isUp: false, isLoopback: false, address: ip("10.0.0.2"), netmask: ip("255.255.255.0")),
-    InterfaceAddress(name: "wlan0", isUp: true, isLoopback: false, address: ip("fd00:1::20"), netmask: ip("ffff:ffff:ffff:ffff::")),
+    InterfaceAddress(
+        name: "wlan0",
+        isUp: true,
+        isLoopback: false,
+        address: ip("192.168.1.20"),
+        netmask: ip("255.255.255.0")
+    ),
+    InterfaceAddress(
+        name: "eth0",
+        isUp: false,
+        isLoopback: false,
+        address: ip("10.0.0.2"),
+        netmask: ip("255.255.255.0")
+    ),
+    InterfaceAddress(
+        name: "wlan0",
+        isUp: true,
+        isLoopback: false,
+        address: ip("fd00:1::20"),
+        netmask: ip("ffff:ffff:ffff:ffff::")
+    ),
 ]
 
 @Suite("On-link check and adapter order")
 struct AdapterPlannerTests {
-    @Test("An address in an up interface's subnet is on-link", arguments: ["192.168.1.50", "192.168.1.1", "fd00:1::50"])
+    @Test(
+        "An address in an up interface's subnet is on-link",
+        arguments: ["192.168.1.50", "192.168.1.1", "fd00:1::50"]
+    )
     func onLink(address: String) {
         #expect(LinkVerdict.of(ip(address), in: table) == .onLink(interface: "wlan0"))
     }
 
-    @Test("Addresses outside every up subnet are off-link", arguments: ["192.168.2.50", "10.0.0.5", "8.8.8.8", "fd00:2::1"])
+    @Test(
+        "Addresses outside every up subnet are off-link",
+        arguments: ["192.168.2.50", "10.0.0.5", "8.8.8.8", "fd00:2::1"]
+    )
     func offLink(address: String) {
         #expect(LinkVerdict.of(ip(address), in: table) == .offLink)
     }
 
-    @Test("Loopback is always usable, even with an empty table", arguments: ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"])
+    @Test(
+        "Loopback is always usable, even with an empty table",
+        arguments: ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"]
+    )
     func loopback(address: String) {
         #expect(LinkVerdict.of(ip(address), in: []) == .loopback)
     }
@@ -34,12 +62,23 @@ struct AdapterPlannerTests {
 
     @Test("A /32 point-to-point address only holds itself")
     func hostMask() {
-        let single = [InterfaceAddress(name: "tun0", isUp: true, isLoopback: false, address: ip("172.16.0.1"), netmask: ip("255.255.255.255"))]
+        let single = [
+            InterfaceAddress(
+                name: "tun0",
+                isUp: true,
+                isLoopback: false,
+                address: ip("172.16.0.1"),
+                netmask: ip("255.255.255.255")
+            )
+        ]
         #expect(LinkVerdict.of(ip("172.16.0.1"), in: single) == .onLink(interface: "tun0"))
         #expect(LinkVerdict.of(ip("172.16.0.2"), in: single) == .offLink)
     }
 
-    static let both = GateConfig(udp: UDPConfig(host: "192.168.1.50"), mqtt: MQTTConfig(host: "broker.example.de", tls: true))
+    static let both = GateConfig(
+        udp: UDPConfig(host: "192.168.1.50"),
+        mqtt: MQTTConfig(host: "broker.example.de", tls: true)
+    )
 
     @Test("auto, on-link: UDP with 2 s, then MQTT with 5 s")
     func autoOrder() {
@@ -61,7 +100,10 @@ struct AdapterPlannerTests {
 
     @Test("auto, a host name: UDP is planned; its attempt resolves and checks it within its own budget")
     func autoHostName() {
-        let config = GateConfig(udp: UDPConfig(host: "esp32.lan"), mqtt: MQTTConfig(host: "broker.example.de", tls: true))
+        let config = GateConfig(
+            udp: UDPConfig(host: "esp32.lan"),
+            mqtt: MQTTConfig(host: "broker.example.de", tls: true)
+        )
         let plan = AdapterPlan.make(config: config, selection: .auto, udpLink: nil)
         #expect(plan.adapters.map(\.kind) == [.udp, .mqtt])
         #expect(plan.skipped.isEmpty)
@@ -88,7 +130,9 @@ struct AdapterPlannerTests {
         #expect(plan.adapters.map(\.kind) == [.udp])
         var machine = plan.machine(resetDelay: .seconds(3))
         _ = machine.handle(.start(at: MonotonicInstant(nanoseconds: 1)))
-        let actions = machine.handle(.adapter(.udp, .unreachable("cannot resolve esp32.lan"), at: MonotonicInstant(nanoseconds: 2)))
+        let actions = machine.handle(
+            .adapter(.udp, .unreachable("cannot resolve esp32.lan"), at: MonotonicInstant(nanoseconds: 2))
+        )
         guard case .finished(let result, _)? = actions.last else {
             Issue.record("expected a result, got \(actions)")
             return
@@ -155,22 +199,39 @@ struct UDPReplyDecoderTests {
 
 @Suite("JSON result")
 struct OpeningResultJSONTests {
-    @Test("The --json object has the keys of docs/CONTRACT.md#commands in order, and every attempt says whether its trigger left")
+    @Test(
+        "The --json object has the keys of docs/CONTRACT.md#commands in order, and every attempt says whether its trigger left"
+    )
     func shape() {
         let result = OpeningResult(
-            error: .operationTimeout, adapter: .udp, duration: .milliseconds(2003),
+            error: .operationTimeout,
+            adapter: .udp,
+            duration: .milliseconds(2003),
             attempts: [
-                AttemptRecord(adapter: .udp, outcome: .noAnswer, reason: .noAnswer(budget: .seconds(2)), duration: .milliseconds(2001), triggerSent: true),
-                AttemptRecord(adapter: .mqtt, outcome: .skipped, reason: .adapter("not configured \"x\""), duration: nil),
+                AttemptRecord(
+                    adapter: .udp,
+                    outcome: .noAnswer,
+                    reason: .noAnswer(budget: .seconds(2)),
+                    duration: .milliseconds(2001),
+                    triggerSent: true
+                ),
+                AttemptRecord(
+                    adapter: .mqtt,
+                    outcome: .skipped,
+                    reason: .adapter("not configured \"x\""),
+                    duration: nil
+                ),
             ],
             explanation: "udp: no answer"
         )
-        #expect(result.json.serialized() == """
-            {"outcome":"timeout","error":"operationTimeout","adapter":"udp","duration_ms":2003,\
-            "attempts":[{"adapter":"udp","outcome":"no_answer","reason":"no answer within 2.0 s","duration_ms":2001,"trigger_sent":true},\
-            {"adapter":"mqtt","outcome":"skipped","reason":"not configured \\"x\\"","duration_ms":null,"trigger_sent":false}],\
-            "message":"udp: no answer"}
-            """)
+        #expect(
+            result.json.serialized() == """
+                {"outcome":"timeout","error":"operationTimeout","adapter":"udp","duration_ms":2003,\
+                "attempts":[{"adapter":"udp","outcome":"no_answer","reason":"no answer within 2.0 s","duration_ms":2001,"trigger_sent":true},\
+                {"adapter":"mqtt","outcome":"skipped","reason":"not configured \\"x\\"","duration_ms":null,"trigger_sent":false}],\
+                "message":"udp: no answer"}
+                """
+        )
     }
 
     @Test("Control characters are escaped")
@@ -186,7 +247,10 @@ struct IPAddressTests {
         #expect(IPAddress(literal: text) != nil)
     }
 
-    @Test("Refused literals", arguments: ["127.0.0.1\u{0}junk", "[1.2.3.4]", "256.1.1.1", "1.2.3", "::1%eth0", "[::1", "", "[]", "1.2.3.4 "])
+    @Test(
+        "Refused literals",
+        arguments: ["127.0.0.1\u{0}junk", "[1.2.3.4]", "256.1.1.1", "1.2.3", "::1%eth0", "[::1", "", "[]", "1.2.3.4 "]
+    )
     func refused(text: String) {
         #expect(IPAddress(literal: text) == nil)
     }

@@ -1,5 +1,5 @@
-import Testing
 import GateCore
+import Testing
 
 private let ms: UInt64 = 1_000_000
 private let second: UInt64 = 1_000_000_000
@@ -53,7 +53,9 @@ struct ButtonDebouncerTests {
     @Test("one clean press: reported on the falling edge, the release reports nothing")
     func singlePress() {
         var debouncer = ButtonDebouncer(.init(activeLow: true, debounceMs: 50, startNs: 0))
-        #expect(debouncer.handle(.falling(at: 2 * second)) == [.press(at: 2 * second), .armTimer(at: 2 * second + 50 * ms)])
+        #expect(
+            debouncer.handle(.falling(at: 2 * second)) == [.press(at: 2 * second), .armTimer(at: 2 * second + 50 * ms)]
+        )
         #expect(debouncer.isPressed)
         #expect(debouncer.handle(.timerFired(at: 2 * second + 50 * ms)) == [])
         #expect(debouncer.timerDue == nil)
@@ -62,8 +64,10 @@ struct ButtonDebouncerTests {
         #expect(debouncer.handle(.timerFired(at: 2 * second + 350 * ms)) == [])
     }
 
-    @Test("20 edges within 30 ms give one press, whichever level the storm ends on",
-          arguments: [true, false])
+    @Test(
+        "20 edges within 30 ms give one press, whichever level the storm ends on",
+        arguments: [true, false]
+    )
     func bounceStorm(firstFalling: Bool) {
         // 20 edges 1.5 ms apart: 0 to 28.5 ms. Starting with a rising edge models
         // the kernel reading the level after the contact had already bounced back.
@@ -112,9 +116,11 @@ struct ButtonDebouncerTests {
 
     @Test("two presses far apart are two presses")
     func twoPresses() {
-        let early = storm(from: 2 * second, count: 5, spacing: 2 * ms, firstFalling: true)
+        let early =
+            storm(from: 2 * second, count: 5, spacing: 2 * ms, firstFalling: true)
             + storm(from: 2 * second + 400 * ms, count: 5, spacing: 2 * ms, firstFalling: false)
-        let late = storm(from: 8 * second, count: 5, spacing: 2 * ms, firstFalling: true)
+        let late =
+            storm(from: 8 * second, count: 5, spacing: 2 * ms, firstFalling: true)
             + storm(from: 8 * second + 400 * ms, count: 5, spacing: 2 * ms, firstFalling: false)
         #expect(presses(early + late) == [2 * second, 8 * second])
     }
@@ -132,11 +138,15 @@ struct ButtonDebouncerTests {
     @Test("a tap shorter than the lockout, then a press delivered before the late timer: both count")
     func lateTimer() {
         var debouncer = ButtonDebouncer(.init(activeLow: true, debounceMs: 50, startNs: 0))
-        #expect(debouncer.handle(.falling(at: 2 * second)) == [.press(at: 2 * second), .armTimer(at: 2 * second + 50 * ms)])
+        #expect(
+            debouncer.handle(.falling(at: 2 * second)) == [.press(at: 2 * second), .armTimer(at: 2 * second + 50 * ms)]
+        )
         #expect(debouncer.handle(.rising(at: 2 * second + 30 * ms)) == [])
         // The timer due at +50 ms has not been delivered: the edge catches up on it
         // (the release is accepted at +50 ms), so this press is a new one.
-        #expect(debouncer.handle(.falling(at: 2 * second + 200 * ms))
-            == [.press(at: 2 * second + 200 * ms), .armTimer(at: 2 * second + 250 * ms)])
+        #expect(
+            debouncer.handle(.falling(at: 2 * second + 200 * ms))
+                == [.press(at: 2 * second + 200 * ms), .armTimer(at: 2 * second + 250 * ms)]
+        )
     }
 }

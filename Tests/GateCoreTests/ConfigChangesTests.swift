@@ -1,12 +1,20 @@
 import Testing
+
 @testable import GateCore
 
 /// Every table present and every optional key set, so that each key can be changed alone.
 private let base = GateConfig(
     udp: UDPConfig(host: "192.168.1.50", port: 8080, timeout: 2.0),
     mqtt: MQTTConfig(
-        host: "broker.example.de", port: 8883, tls: true, caFile: "/etc/ssl/ca.pem", username: "gate",
-        clientIDPrefix: "gate-", triggerTopic: "iot/trigger", statusTopic: "iot/status", timeout: 5.0
+        host: "broker.example.de",
+        port: 8883,
+        tls: true,
+        caFile: "/etc/ssl/ca.pem",
+        username: "gate",
+        clientIDPrefix: "gate-",
+        triggerTopic: "iot/trigger",
+        statusTopic: "iot/status",
+        timeout: 5.0
     ),
     button: ButtonConfig(chip: "gpiochip0", line: 17, activeLow: true, debounceMilliseconds: 50),
     runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0),
@@ -75,17 +83,31 @@ struct ConfigChangesTests {
         var new = base
         new.mqtt?.caFile = nil
         new.mqtt?.username = nil
-        #expect(new.changes(from: base) == [ConfigChange(key: "mqtt.ca_file", kind: .changed), ConfigChange(key: "mqtt.username", kind: .changed)])
+        #expect(
+            new.changes(from: base) == [
+                ConfigChange(key: "mqtt.ca_file", kind: .changed), ConfigChange(key: "mqtt.username", kind: .changed),
+            ]
+        )
         #expect(base.changes(from: new).map(\.description) == ["mqtt.ca_file", "mqtt.username"])
     }
 
     @Test func tablesAddedOrRemovedAreOneChangeEach() {
         let udpOnly = GateConfig(udp: base.udp, runtime: base.runtime)
         let grown = base.changes(from: udpOnly)
-        #expect(grown == [ConfigChange(key: "mqtt", kind: .added), ConfigChange(key: "button", kind: .added), ConfigChange(key: "notify", kind: .added)])
+        #expect(
+            grown == [
+                ConfigChange(key: "mqtt", kind: .added), ConfigChange(key: "button", kind: .added),
+                ConfigChange(key: "notify", kind: .added),
+            ]
+        )
         #expect(grown.map(\.description) == ["mqtt (added)", "button (added)", "notify (added)"])
         let shrunk = udpOnly.changes(from: base)
-        #expect(shrunk == [ConfigChange(key: "mqtt", kind: .removed), ConfigChange(key: "button", kind: .removed), ConfigChange(key: "notify", kind: .removed)])
+        #expect(
+            shrunk == [
+                ConfigChange(key: "mqtt", kind: .removed), ConfigChange(key: "button", kind: .removed),
+                ConfigChange(key: "notify", kind: .removed),
+            ]
+        )
         #expect(shrunk.map(\.description) == ["mqtt (removed)", "button (removed)", "notify (removed)"])
     }
 
@@ -95,8 +117,13 @@ struct ConfigChangesTests {
         new.mqtt?.statusTopic = "x/y"
         new.runtime.cooldown = 0
         let changes = new.changes(from: old)
-        #expect(changes.map(\.description) == ["udp (added)", "mqtt.status_topic", "button (removed)", "runtime.cooldown"])
-        #expect(GateConfig.auditLine(changes) == "configuration reloaded; changed: udp (added), mqtt.status_topic, button (removed), runtime.cooldown")
+        #expect(
+            changes.map(\.description) == ["udp (added)", "mqtt.status_topic", "button (removed)", "runtime.cooldown"]
+        )
+        #expect(
+            GateConfig.auditLine(changes)
+                == "configuration reloaded; changed: udp (added), mqtt.status_topic, button (removed), runtime.cooldown"
+        )
     }
 
     @Test func theAuditLineNamesKeysNeverValues() {

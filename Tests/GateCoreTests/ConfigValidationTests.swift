@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GateCore
 
 /// Every problem `text` has, or none when it validates.
@@ -59,17 +60,25 @@ let specExample = """
 struct ConfigParsingTests {
     @Test func specExampleParses() throws {
         let config = try parse(specExample)
-        #expect(config == GateConfig(
-            udp: UDPConfig(host: "192.168.1.50", port: 8080, timeout: 2.0),
-            mqtt: MQTTConfig(
-                host: "broker.example.de", port: 8883, tls: true,
-                caFile: "/etc/ssl/certs/ca-certificates.crt", username: "gate",
-                clientIDPrefix: "gate-", triggerTopic: "iot/house/gate/esp32/trigger",
-                statusTopic: "iot/house/gate/esp32/status", timeout: 5.0
-            ),
-            button: ButtonConfig(chip: "gpiochip0", line: 17, activeLow: true, debounceMilliseconds: 50),
-            runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0)
-        ))
+        #expect(
+            config
+                == GateConfig(
+                    udp: UDPConfig(host: "192.168.1.50", port: 8080, timeout: 2.0),
+                    mqtt: MQTTConfig(
+                        host: "broker.example.de",
+                        port: 8883,
+                        tls: true,
+                        caFile: "/etc/ssl/certs/ca-certificates.crt",
+                        username: "gate",
+                        clientIDPrefix: "gate-",
+                        triggerTopic: "iot/house/gate/esp32/trigger",
+                        statusTopic: "iot/house/gate/esp32/status",
+                        timeout: 5.0
+                    ),
+                    button: ButtonConfig(chip: "gpiochip0", line: 17, activeLow: true, debounceMilliseconds: 50),
+                    runtime: RuntimeConfig(resetDelay: 3.0, cooldown: 2.0)
+                )
+        )
     }
 
     @Test func defaultsApply() throws {
@@ -156,9 +165,15 @@ struct ConfigRenderingTests {
         let config = GateConfig(
             udp: UDPConfig(host: "fe80::1", port: 1, timeout: 0.25),
             mqtt: MQTTConfig(
-                host: "broker", port: 65535, tls: true, caFile: "/tmp/my \"CA\"\\ bundle é.pem",
-                username: "ga'te\u{00e9}\u{1F600}", clientIDPrefix: "", triggerTopic: "a/\"b\"/c\\d",
-                statusTopic: "ü/status", timeout: 1e-05
+                host: "broker",
+                port: 65535,
+                tls: true,
+                caFile: "/tmp/my \"CA\"\\ bundle é.pem",
+                username: "ga'te\u{00e9}\u{1F600}",
+                clientIDPrefix: "",
+                triggerTopic: "a/\"b\"/c\\d",
+                statusTopic: "ü/status",
+                timeout: 1e-05
             ),
             button: ButtonConfig(chip: "/dev/gpiochip4", line: 0, activeLow: false, debounceMilliseconds: 0),
             runtime: RuntimeConfig(resetDelay: 3600, cooldown: 0.1 + 0.2)
@@ -260,7 +275,9 @@ struct ConfigProblemTests {
 
     @Test("Which key names count as a password")
     func passwordLikeNames() {
-        for name in ["password", "Password", "MQTT_PASSWORD", "mqttpassword", "password2", "passwd", "PASSWD", "x-password-x"] {
+        for name in [
+            "password", "Password", "MQTT_PASSWORD", "mqttpassword", "password2", "passwd", "PASSWD", "x-password-x",
+        ] {
             #expect(ConfigValidator.isPasswordLike(name), "\(name)")
         }
         for name in ["", "pass", "passw", "passwor", "pwd", "username", "passwdx", "pass_word", "drowssap"] {
@@ -330,7 +347,9 @@ struct ConfigProblemTests {
         #expect(try parse(mqtt + "tls = true\nca_file = \"certs/ca.pem\"").mqtt?.caFile == "certs/ca.pem")
     }
 
-    @Test(arguments: ["username = \"\"", "username = \"ga\\nte\"", "username = \"a\\u0000\"", "username = \"\\u0085x\""])
+    @Test(arguments: [
+        "username = \"\"", "username = \"ga\\nte\"", "username = \"a\\u0000\"", "username = \"\\u0085x\"",
+    ])
     func badUsernames(line: String) throws {
         let found = try problem(mqtt + line)
         #expect(found.key == "mqtt.username")
@@ -379,12 +398,16 @@ struct ConfigProblemTests {
         #expect(found.line == 4)
     }
 
-    @Test(arguments: [
-        ("chip = \"\"\nline = 1", "button.chip", 4), ("line = 1024", "button.line", 4), ("line = -1", "button.line", 4),
-        ("line = \"17\"", "button.line", 4), ("line = 1\nactive_low = \"yes\"", "button.active_low", 5),
-        ("line = 1\ndebounce_ms = 1001", "button.debounce_ms", 5), ("line = 1\ndebounce_ms = -1", "button.debounce_ms", 5),
-        ("line = 1\ndebounce_ms = 0.05", "button.debounce_ms", 5), ("chip = \"gpiochip0\"", "button.line", 3),
-    ] as [(String, String, Int)])
+    @Test(
+        arguments: [
+            ("chip = \"\"\nline = 1", "button.chip", 4), ("line = 1024", "button.line", 4),
+            ("line = -1", "button.line", 4),
+            ("line = \"17\"", "button.line", 4), ("line = 1\nactive_low = \"yes\"", "button.active_low", 5),
+            ("line = 1\ndebounce_ms = 1001", "button.debounce_ms", 5),
+            ("line = 1\ndebounce_ms = -1", "button.debounce_ms", 5),
+            ("line = 1\ndebounce_ms = 0.05", "button.debounce_ms", 5), ("chip = \"gpiochip0\"", "button.line", 3),
+        ] as [(String, String, Int)]
+    )
     func badButtons(lines: String, key: String, line: Int) throws {
         let found = try problem(udp + "[button]\n" + lines)
         #expect(found.key == key)
@@ -392,7 +415,8 @@ struct ConfigProblemTests {
     }
 
     @Test func everyProblemIsReportedInLineOrder() {
-        let found = problems("""
+        let found = problems(
+            """
             [udp]
             host = "bad host"
             port = 0
@@ -403,8 +427,14 @@ struct ConfigProblemTests {
             password = "x"
             [runtime]
             cooldown = -1
-            """)
-        #expect(found.map(\.key) == ["udp.host", "udp.port", "udp.timout", "mqtt.host", "mqtt.port", "mqtt.tls", "mqtt.password", "runtime.cooldown"])
+            """
+        )
+        #expect(
+            found.map(\.key) == [
+                "udp.host", "udp.port", "udp.timout", "mqtt.host", "mqtt.port", "mqtt.tls", "mqtt.password",
+                "runtime.cooldown",
+            ]
+        )
         #expect(found.map(\.line) == [2, 3, 4, 5, 6, 7, 8, 10])
         #expect(found.allSatisfy { $0.file == "gate.toml" })
     }

@@ -16,28 +16,77 @@ struct ControlMessageTests {
     func refusedRequests() {
         #expect(ControlRequest.parse(Array("open the gate".utf8)) == .failure(.notJSON))
         #expect(ControlRequest.parse(Array("[1,2]".utf8)) == .failure(.notJSON))
-        #expect(ControlRequest.parse(Array(repeating: 0x20, count: ControlRequest.maximumLength + 1)) == .failure(.tooLong(limit: ControlRequest.maximumLength)))
-        #expect(ControlRequest.parse(Array(#"{"request":"open","source":"bad name","via":"auto","config":"/g.toml"}"#.utf8)) == .failure(.field("source")))
-        #expect(ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"pigeon","config":"/g.toml"}"#.utf8)) == .failure(.field("via")))
-        #expect(ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"udp"}"#.utf8)) == .failure(.field("config")))
-        #expect(ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"udp","config":"/g","force":"yes"}"#.utf8)) == .failure(.field("force")))
+        #expect(
+            ControlRequest.parse(Array(repeating: 0x20, count: ControlRequest.maximumLength + 1))
+                == .failure(.tooLong(limit: ControlRequest.maximumLength))
+        )
+        #expect(
+            ControlRequest.parse(Array(#"{"request":"open","source":"bad name","via":"auto","config":"/g.toml"}"#.utf8))
+                == .failure(.field("source"))
+        )
+        #expect(
+            ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"pigeon","config":"/g.toml"}"#.utf8))
+                == .failure(.field("via"))
+        )
+        #expect(
+            ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"udp"}"#.utf8))
+                == .failure(.field("config"))
+        )
+        #expect(
+            ControlRequest.parse(
+                Array(#"{"request":"open","source":"cli","via":"udp","config":"/g","force":"yes"}"#.utf8)
+            ) == .failure(.field("force"))
+        )
         #expect(ControlRequest.parse(Array(#"{"request":"reboot"}"#.utf8)) == .failure(.unknownRequest("reboot")))
     }
 
     @Test("A result sent by the daemon renders on the client exactly as on the daemon: --json and the message")
     func resultRendersTheSame() throws {
         let results = [
-            OpeningResult(error: nil, adapter: .udp, duration: .milliseconds(412), attempts: [
-                AttemptRecord(adapter: .udp, outcome: .success, reason: nil, duration: .milliseconds(412), triggerSent: true),
-            ]),
-            OpeningResult(error: .operationTimeout, adapter: .mqtt, duration: .milliseconds(7000), attempts: [
-                AttemptRecord(adapter: .udp, outcome: .skipped, reason: .offLink(host: "10.0.0.9"), duration: nil),
-                AttemptRecord(adapter: .mqtt, outcome: .timeout, reason: .noRelease(budget: .seconds(5)), duration: .milliseconds(5000), triggerSent: true),
-            ]),
-            OpeningResult(error: .allAdaptersFailed, adapter: nil, duration: .milliseconds(3), attempts: [
-                AttemptRecord(adapter: .udp, outcome: .skipped, reason: .withheld(.relayActive), duration: nil),
-            ]),
-            OpeningResult(error: .operationInProgress, adapter: nil, duration: .zero, attempts: [], explanation: "another opening is in progress: pid 12 (cli)"),
+            OpeningResult(
+                error: nil,
+                adapter: .udp,
+                duration: .milliseconds(412),
+                attempts: [
+                    AttemptRecord(
+                        adapter: .udp,
+                        outcome: .success,
+                        reason: nil,
+                        duration: .milliseconds(412),
+                        triggerSent: true
+                    )
+                ]
+            ),
+            OpeningResult(
+                error: .operationTimeout,
+                adapter: .mqtt,
+                duration: .milliseconds(7000),
+                attempts: [
+                    AttemptRecord(adapter: .udp, outcome: .skipped, reason: .offLink(host: "10.0.0.9"), duration: nil),
+                    AttemptRecord(
+                        adapter: .mqtt,
+                        outcome: .timeout,
+                        reason: .noRelease(budget: .seconds(5)),
+                        duration: .milliseconds(5000),
+                        triggerSent: true
+                    ),
+                ]
+            ),
+            OpeningResult(
+                error: .allAdaptersFailed,
+                adapter: nil,
+                duration: .milliseconds(3),
+                attempts: [
+                    AttemptRecord(adapter: .udp, outcome: .skipped, reason: .withheld(.relayActive), duration: nil)
+                ]
+            ),
+            OpeningResult(
+                error: .operationInProgress,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: "another opening is in progress: pid 12 (cli)"
+            ),
         ]
         for result in results {
             let sent = ControlReply.result(result)
@@ -62,7 +111,11 @@ struct ControlMessageTests {
             #expect(ControlReply.parse(line(reply.json)) == reply)
         }
         #expect(ControlReply.parse(Array(#"{"reply":"state","state":"flying","adapter":null}"#.utf8)) == nil)
-        #expect(ControlReply.parse(Array(#"{"reply":"result","result":{"outcome":"success","error":"operationTimeout"}}"#.utf8)) == nil)
+        #expect(
+            ControlReply.parse(
+                Array(#"{"reply":"result","result":{"outcome":"success","error":"operationTimeout"}}"#.utf8)
+            ) == nil
+        )
         #expect(ControlReply.parse(Array("garbage".utf8)) == nil)
     }
 }

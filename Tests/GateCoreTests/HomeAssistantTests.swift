@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GateCore
 
 private func parse(_ text: String) throws -> GateConfig {
@@ -20,7 +21,10 @@ private let mqtt = "[mqtt]\nhost = \"broker\"\n"
 struct HomeAssistantConfigTests {
     @Test func defaults() throws {
         let config = try parse(mqtt + "[homeassistant]\n")
-        #expect(config.homeAssistant == HomeAssistantConfig(discoveryPrefix: "homeassistant", nodeID: "garden_gate", name: "Garden gate"))
+        #expect(
+            config.homeAssistant
+                == HomeAssistantConfig(discoveryPrefix: "homeassistant", nodeID: "garden_gate", name: "Garden gate")
+        )
     }
 
     @Test func absentMeansNone() throws {
@@ -28,8 +32,14 @@ struct HomeAssistantConfigTests {
     }
 
     @Test func everyKey() throws {
-        let config = try parse(mqtt + "[homeassistant]\ndiscovery_prefix = \"ha/discovery\"\nnode_id = \"front-Gate_2\"\nname = \"Front gate ✓\"\n")
-        #expect(config.homeAssistant == HomeAssistantConfig(discoveryPrefix: "ha/discovery", nodeID: "front-Gate_2", name: "Front gate ✓"))
+        let config = try parse(
+            mqtt
+                + "[homeassistant]\ndiscovery_prefix = \"ha/discovery\"\nnode_id = \"front-Gate_2\"\nname = \"Front gate ✓\"\n"
+        )
+        #expect(
+            config.homeAssistant
+                == HomeAssistantConfig(discoveryPrefix: "ha/discovery", nodeID: "front-Gate_2", name: "Front gate ✓")
+        )
     }
 
     @Test func needsMQTT() {
@@ -44,7 +54,11 @@ struct HomeAssistantConfigTests {
         let found = problems(mqtt + "[homeassistant]\nnode = \"x\"\n")
         #expect(found.count == 1, "\(found)")
         #expect(found.first?.key == "homeassistant.node")
-        #expect(found.first?.message.contains("did you mean `name`") == true || found.first?.message.contains("node_id") == true, "\(found)")
+        #expect(
+            found.first?.message.contains("did you mean `name`") == true
+                || found.first?.message.contains("node_id") == true,
+            "\(found)"
+        )
     }
 
     @Test func misspelledTableSuggested() {
@@ -88,7 +102,10 @@ struct HomeAssistantConfigTests {
     @Test func renderedReadsBack() throws {
         let config = try parse(mqtt + "[homeassistant]\nnode_id = \"g\"\nname = \"Gate \\\"A\\\"\"\n")
         let rendered = config.renderedTOML(source: "gate.toml")
-        #expect(rendered.contains("[homeassistant]\ndiscovery_prefix = \"homeassistant\"\nnode_id = \"g\"\n"), "\(rendered)")
+        #expect(
+            rendered.contains("[homeassistant]\ndiscovery_prefix = \"homeassistant\"\nnode_id = \"g\"\n"),
+            "\(rendered)"
+        )
         #expect(try parse(rendered) == config)
     }
 
@@ -104,46 +121,75 @@ struct HomeAssistantConfigTests {
 
 @Suite("Home Assistant discovery payloads (docs/CONTRACT.md#home-assistant)")
 struct HomeAssistantDiscoveryTests {
-    let discovery = HomeAssistantDiscovery(config: HomeAssistantConfig(), mqtt: MQTTConfig(host: "broker"), version: "9.9")
+    let discovery = HomeAssistantDiscovery(
+        config: HomeAssistantConfig(),
+        mqtt: MQTTConfig(host: "broker"),
+        version: "9.9"
+    )
 
-    static let device = #""device":{"identifiers":["gate_garden_gate"],"name":"Garden gate","manufacturer":"gate","model":"ESP32 relay (UDP, MQTT)","sw_version":"9.9"},"origin":{"name":"gate","sw_version":"9.9"}"#
-    static let availability = #""availability_topic":"gate/garden_gate/availability","payload_available":"online","payload_not_available":"offline""#
+    static let device =
+        #""device":{"identifiers":["gate_garden_gate"],"name":"Garden gate","manufacturer":"gate","model":"ESP32 relay (UDP, MQTT)","sw_version":"9.9"},"origin":{"name":"gate","sw_version":"9.9"}"#
+    static let availability =
+        #""availability_topic":"gate/garden_gate/availability","payload_available":"online","payload_not_available":"offline""#
 
     @Test func topics() {
         let topics = discovery.topics
-        #expect(topics.discoveryConfigs == [
-            "homeassistant/button/garden_gate/open/config",
-            "homeassistant/binary_sensor/garden_gate/relay/config",
-            "homeassistant/sensor/garden_gate/last_opening/config",
-        ])
+        #expect(
+            topics.discoveryConfigs == [
+                "homeassistant/button/garden_gate/open/config",
+                "homeassistant/binary_sensor/garden_gate/relay/config",
+                "homeassistant/sensor/garden_gate/last_opening/config",
+            ]
+        )
         #expect(topics.command == "gate/garden_gate/open")
         #expect(topics.availability == "gate/garden_gate/availability")
         #expect(topics.homeAssistantStatus == "homeassistant/status")
     }
 
     @Test func button() {
-        #expect(discovery.button.serialized() == #"{"name":"Open","unique_id":"garden_gate_open","object_id":"garden_gate_open","command_topic":"gate/garden_gate/open","payload_press":"PRESS","retain":false,"qos":0,"icon":"mdi:gate-open",\#(Self.availability),\#(Self.device)}"#)
+        #expect(
+            discovery.button.serialized()
+                == #"{"name":"Open","unique_id":"garden_gate_open","object_id":"garden_gate_open","command_topic":"gate/garden_gate/open","payload_press":"PRESS","retain":false,"qos":0,"icon":"mdi:gate-open",\#(Self.availability),\#(Self.device)}"#
+        )
     }
 
     @Test func relayFollowsTheESP32sStatusTopic() {
-        let custom = HomeAssistantDiscovery(config: HomeAssistantConfig(), mqtt: MQTTConfig(host: "b", statusTopic: "esp/status"), version: "9.9")
-        #expect(custom.relay.serialized() == #"{"name":"Relay","unique_id":"garden_gate_relay","object_id":"garden_gate_relay","state_topic":"esp/status","payload_on":"1","payload_off":"0","icon":"mdi:electric-switch",\#(Self.availability),\#(Self.device)}"#)
+        let custom = HomeAssistantDiscovery(
+            config: HomeAssistantConfig(),
+            mqtt: MQTTConfig(host: "b", statusTopic: "esp/status"),
+            version: "9.9"
+        )
+        #expect(
+            custom.relay.serialized()
+                == #"{"name":"Relay","unique_id":"garden_gate_relay","object_id":"garden_gate_relay","state_topic":"esp/status","payload_on":"1","payload_off":"0","icon":"mdi:electric-switch",\#(Self.availability),\#(Self.device)}"#
+        )
     }
 
     @Test func lastOpening() {
-        #expect(discovery.lastOpening.serialized() == #"{"name":"Last opening","unique_id":"garden_gate_last_opening","object_id":"garden_gate_last_opening","state_topic":"gate/garden_gate/last_opening","json_attributes_topic":"gate/garden_gate/last_opening/attributes","device_class":"enum","options":["success","timeout","error","interrupted","refused"],"icon":"mdi:history",\#(Self.availability),\#(Self.device)}"#)
+        #expect(
+            discovery.lastOpening.serialized()
+                == #"{"name":"Last opening","unique_id":"garden_gate_last_opening","object_id":"garden_gate_last_opening","state_topic":"gate/garden_gate/last_opening","json_attributes_topic":"gate/garden_gate/last_opening/attributes","device_class":"enum","options":["success","timeout","error","interrupted","refused"],"icon":"mdi:history",\#(Self.availability),\#(Self.device)}"#
+        )
     }
 
     @Test func everyConfigRetainedAndUnique() {
         let messages = discovery.configMessages
         #expect(messages.allSatisfy { $0.retain })
         #expect(Set(messages.map(\.topic)).count == 3)
-        #expect(discovery.will == OutgoingMessage(topic: "gate/garden_gate/availability", text: "offline", retain: true))
-        #expect(discovery.birth == OutgoingMessage(topic: "gate/garden_gate/availability", text: "online", retain: true))
+        #expect(
+            discovery.will == OutgoingMessage(topic: "gate/garden_gate/availability", text: "offline", retain: true)
+        )
+        #expect(
+            discovery.birth == OutgoingMessage(topic: "gate/garden_gate/availability", text: "online", retain: true)
+        )
     }
 
     @Test func nameIsEscaped() {
-        let named = HomeAssistantDiscovery(config: HomeAssistantConfig(nodeID: "g", name: "Tor \"Süd\""), mqtt: MQTTConfig(host: "b"), version: "1")
+        let named = HomeAssistantDiscovery(
+            config: HomeAssistantConfig(nodeID: "g", name: "Tor \"Süd\""),
+            mqtt: MQTTConfig(host: "b"),
+            version: "1"
+        )
         #expect(named.button.serialized().contains(#""name":"Tor \"Süd\"""#))
         #expect(named.topics.buttonConfig == "homeassistant/button/g/open/config")
     }
@@ -151,23 +197,42 @@ struct HomeAssistantDiscoveryTests {
     @Test func removalEmptiesEveryRetainedTopic() {
         let removal = HomeAssistantDiscovery.removal(discovery.topics)
         #expect(removal.allSatisfy { $0.payload.isEmpty && $0.retain })
-        #expect(removal.map(\.topic) == discovery.topics.discoveryConfigs + [
-            "gate/garden_gate/last_opening", "gate/garden_gate/last_opening/attributes", "gate/garden_gate/availability",
-        ])
+        #expect(
+            removal.map(\.topic) == discovery.topics.discoveryConfigs + [
+                "gate/garden_gate/last_opening", "gate/garden_gate/last_opening/attributes",
+                "gate/garden_gate/availability",
+            ]
+        )
     }
 
     @Test func sensorFromTheStatusFile() {
-        let last = StatusRecord.Last(outcome: .timeout, error: "operationTimeout", adapter: "mqtt", durationMs: 5000, finishedAt: "2026-11-21T10:00:00.123Z", source: "elsewhere")
+        let last = StatusRecord.Last(
+            outcome: .timeout,
+            error: "operationTimeout",
+            adapter: "mqtt",
+            durationMs: 5000,
+            finishedAt: "2026-11-21T10:00:00.123Z",
+            source: "elsewhere"
+        )
         let messages = discovery.lastOpeningMessages(LastOpeningState(last))
-        #expect(messages.map(\.description) == [
-            #"gate/garden_gate/last_opening/attributes {"adapter":"mqtt","duration_ms":5000,"source":"elsewhere","finished_at":"2026-11-21T10:00:00.123Z","error":"operationTimeout"} (retained)"#,
-            "gate/garden_gate/last_opening timeout (retained)",
-        ])
+        #expect(
+            messages.map(\.description) == [
+                #"gate/garden_gate/last_opening/attributes {"adapter":"mqtt","duration_ms":5000,"source":"elsewhere","finished_at":"2026-11-21T10:00:00.123Z","error":"operationTimeout"} (retained)"#,
+                "gate/garden_gate/last_opening timeout (retained)",
+            ]
+        )
     }
 
     @Test func refusedSensor() {
-        let state = LastOpeningState.refused(source: "homeassistant", at: "2026-11-21T10:00:00.123Z", error: "operationInProgress")
+        let state = LastOpeningState.refused(
+            source: "homeassistant",
+            at: "2026-11-21T10:00:00.123Z",
+            error: "operationInProgress"
+        )
         #expect(state.outcome == "refused")
-        #expect(state.attributes.serialized() == #"{"adapter":null,"duration_ms":0,"source":"homeassistant","finished_at":"2026-11-21T10:00:00.123Z","error":"operationInProgress"}"#)
+        #expect(
+            state.attributes.serialized()
+                == #"{"adapter":null,"duration_ms":0,"source":"homeassistant","finished_at":"2026-11-21T10:00:00.123Z","error":"operationInProgress"}"#
+        )
     }
 }

@@ -1,16 +1,43 @@
 import Testing
+
 @testable import GateCore
 
-private func busy(_ source: String, pid: Int32 = 100, state: GateState = .waitingForRelayClose, last: StatusRecord.Last? = nil) -> StatusRecord {
-    StatusRecord(state: state, since: "2026-11-26T04:00:00.000Z", source: source, pid: pid, adapter: "udp", resetAt: nil, last: last)
+private func busy(
+    _ source: String,
+    pid: Int32 = 100,
+    state: GateState = .waitingForRelayClose,
+    last: StatusRecord.Last? = nil
+) -> StatusRecord {
+    StatusRecord(
+        state: state,
+        since: "2026-11-26T04:00:00.000Z",
+        source: source,
+        pid: pid,
+        adapter: "udp",
+        resetAt: nil,
+        last: last
+    )
 }
 
-private func done(_ source: String, _ outcome: StatusRecord.LastOutcome = .success, error: String? = nil, at: String = "2026-11-26T04:00:01.000Z") -> StatusRecord.Last {
+private func done(
+    _ source: String,
+    _ outcome: StatusRecord.LastOutcome = .success,
+    error: String? = nil,
+    at: String = "2026-11-26T04:00:01.000Z"
+) -> StatusRecord.Last {
     StatusRecord.Last(outcome: outcome, error: error, adapter: "udp", durationMs: 412, finishedAt: at, source: source)
 }
 
 private func ready(_ last: StatusRecord.Last?) -> StatusRecord {
-    StatusRecord(state: .ready, since: last?.finishedAt ?? "2026-11-26T03:00:00.000Z", source: nil, pid: nil, adapter: nil, resetAt: nil, last: last)
+    StatusRecord(
+        state: .ready,
+        since: last?.finishedAt ?? "2026-11-26T03:00:00.000Z",
+        source: nil,
+        pid: nil,
+        adapter: nil,
+        resetAt: nil,
+        last: last
+    )
 }
 
 private func notices(_ actions: [NotificationMachine.Action]) -> [NotificationMachine.Notice] {
@@ -84,9 +111,13 @@ struct NotificationMachineTests {
         var nextID: UInt32 = 1
         for cycle in 0..<20 {
             let finished = done("elsewhere", at: "2026-11-26T04:00:\(String(format: "%02d", cycle)).500Z")
-            let previous = cycle == 0 ? nil : done("elsewhere", at: "2026-11-26T04:00:\(String(format: "%02d", cycle - 1)).500Z")
+            let previous =
+                cycle == 0 ? nil : done("elsewhere", at: "2026-11-26T04:00:\(String(format: "%02d", cycle - 1)).500Z")
             // Each cycle writes its busy record several times and its end twice (the keeper's tidy).
-            for record in [busy("elsewhere", pid: 9, last: previous), busy("elsewhere", pid: 9, last: previous), ready(finished), ready(finished)] {
+            for record in [
+                busy("elsewhere", pid: 9, last: previous), busy("elsewhere", pid: 9, last: previous), ready(finished),
+                ready(finished),
+            ] {
                 for notice in notices(machine.handle(.observed(record))) {
                     shown += 1
                     if notice.replaces == 0 {
@@ -104,7 +135,10 @@ struct NotificationMachineTests {
     }
 
     @Test func whatHappenedBeforeTheStartIsNotNotified() {
-        var machine = NotificationMachine(settings: NotifyConfig(), current: ready(done("button", .error, error: "operationTimeout")))
+        var machine = NotificationMachine(
+            settings: NotifyConfig(),
+            current: ready(done("button", .error, error: "operationTimeout"))
+        )
         #expect(machine.handle(.observed(ready(done("button", .error, error: "operationTimeout")))).isEmpty)
     }
 
@@ -127,7 +161,9 @@ struct NotificationMachineTests {
         let timeout = notices(machine.handle(.observed(ready(done("button", .timeout, error: "operationTimeout")))))
         #expect(timeout.first?.body.contains("the relay may have cycled") == true)
         #expect(timeout.first?.timeoutMilliseconds == 0)
-        let interrupted = notices(machine.handle(.observed(ready(done("cli", .interrupted, at: "2026-11-26T04:00:09.000Z")))))
+        let interrupted = notices(
+            machine.handle(.observed(ready(done("cli", .interrupted, at: "2026-11-26T04:00:09.000Z"))))
+        )
         #expect(interrupted.map(\.summary) == ["Gate: opening interrupted (cli)"])
         #expect(interrupted.first?.body.contains("may have cycled") == true)
     }

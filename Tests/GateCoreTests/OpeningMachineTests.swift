@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GateCore
 
 /// A clock the test moves by hand: every event is stamped with an instant the test chose.
@@ -33,7 +34,9 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         let start = clock.now
         let first = machine.handle(.start(at: start))
-        #expect(first == [.startAdapter(.udp, deadline: start + .seconds(2)), .stateChanged(.triggering, adapter: .udp)])
+        #expect(
+            first == [.startAdapter(.udp, deadline: start + .seconds(2)), .stateChanged(.triggering, adapter: .udp)]
+        )
         #expect(machine.state == .triggering)
         #expect(machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1)))) == [])
         let activated = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(10))))
@@ -49,7 +52,17 @@ struct OpeningMachineTests {
         #expect(result.adapter == .udp)
         #expect(result.duration == .milliseconds(411))
         #expect(resetAt == nil)
-        #expect(result.attempts == [AttemptRecord(adapter: .udp, outcome: .success, reason: nil, duration: .milliseconds(411), triggerSent: true)])
+        #expect(
+            result.attempts == [
+                AttemptRecord(
+                    adapter: .udp,
+                    outcome: .success,
+                    reason: nil,
+                    duration: .milliseconds(411),
+                    triggerSent: true
+                )
+            ]
+        )
         #expect(result.message.contains("relay cycle confirmed"))
         #expect(!result.message.contains("gate opened"))
         #expect(started(released).isEmpty, "MQTT must not start after a UDP success")
@@ -63,11 +76,13 @@ struct OpeningMachineTests {
         _ = machine.handle(.adapter(.udp, .sent, at: clock.now))
         let atDeadline = clock.advance(.seconds(2))
         let actions = machine.handle(.adapter(.udp, .deadlineReached, at: atDeadline))
-        #expect(actions == [
-            .stopAdapter(.udp),
-            .startAdapter(.mqtt, deadline: atDeadline + .seconds(5)),
-            .stateChanged(.triggering, adapter: .mqtt),
-        ])
+        #expect(
+            actions == [
+                .stopAdapter(.udp),
+                .startAdapter(.mqtt, deadline: atDeadline + .seconds(5)),
+                .stateChanged(.triggering, adapter: .mqtt),
+            ]
+        )
         #expect(machine.attempts.first?.outcome == .noAnswer)
         #expect(machine.attempts.first?.reason == .noAnswer(budget: .seconds(2)))
         #expect(machine.attempts.first?.triggerSent == true)
@@ -94,7 +109,9 @@ struct OpeningMachineTests {
         #expect(resetAt == clock.now + .seconds(3))
         #expect(machine.handle(.resetDelayElapsed(at: clock.advance(.seconds(1)))) == [], "too early")
         #expect(machine.state == .error)
-        #expect(machine.handle(.resetDelayElapsed(at: clock.advance(.seconds(2)))) == [.stateChanged(.ready, adapter: nil)])
+        #expect(
+            machine.handle(.resetDelayElapsed(at: clock.advance(.seconds(2)))) == [.stateChanged(.ready, adapter: nil)]
+        )
         #expect(machine.state == .ready)
     }
 
@@ -121,7 +138,9 @@ struct OpeningMachineTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
-        let actions = machine.handle(.adapter(.udp, .invalid(.unexpectedByte(0x7f)), at: clock.advance(.milliseconds(3))))
+        let actions = machine.handle(
+            .adapter(.udp, .invalid(.unexpectedByte(0x7f)), at: clock.advance(.milliseconds(3)))
+        )
         let (result, _) = try #require(finished(actions))
         #expect(started(actions).isEmpty)
         #expect(result.error == .invalidResponse)
@@ -136,7 +155,11 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(3))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .invalid(.unexpectedByte(0x02)), at: clock.advance(.milliseconds(3))))))
+        let (result, _) = try #require(
+            finished(
+                machine.handle(.adapter(.udp, .invalid(.unexpectedByte(0x02)), at: clock.advance(.milliseconds(3))))
+            )
+        )
         #expect(result.error == .invalidResponse)
     }
 
@@ -197,7 +220,9 @@ struct OpeningMachineTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
-        let actions = machine.handle(.adapter(.udp, .unreachable("no CONNACK within the budget"), at: clock.advance(.milliseconds(2001))))
+        let actions = machine.handle(
+            .adapter(.udp, .unreachable("no CONNACK within the budget"), at: clock.advance(.milliseconds(2001)))
+        )
         let (result, _) = try #require(finished(actions))
         #expect(result.attempts.first?.outcome == .unreachable)
         #expect(result.attempts.first?.reason == .adapter("no CONNACK within the budget"))
@@ -208,9 +233,19 @@ struct OpeningMachineTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
-        let actions = machine.handle(.adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(1))))
+        let actions = machine.handle(
+            .adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(1)))
+        )
         #expect(started(actions) == [.mqtt])
-        #expect(machine.attempts.first == AttemptRecord(adapter: .udp, outcome: .unreachable, reason: .adapter("ICMP port unreachable"), duration: .milliseconds(1)))
+        #expect(
+            machine.attempts.first
+                == AttemptRecord(
+                    adapter: .udp,
+                    outcome: .unreachable,
+                    reason: .adapter("ICMP port unreachable"),
+                    duration: .milliseconds(1)
+                )
+        )
     }
 
     @Test("A link failure after the 1 is a timeout without fallback")
@@ -219,7 +254,9 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(1))))
-        let actions = machine.handle(.adapter(.udp, .unreachable("recvfrom: Network is down"), at: clock.advance(.milliseconds(1))))
+        let actions = machine.handle(
+            .adapter(.udp, .unreachable("recvfrom: Network is down"), at: clock.advance(.milliseconds(1)))
+        )
         #expect(started(actions).isEmpty)
         #expect(try #require(finished(actions)).0.error == .operationTimeout)
     }
@@ -246,7 +283,17 @@ struct OpeningMachineTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3), forced: .udp)
         _ = machine.handle(.start(at: clock.now))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .withheld(.budgetSpent(during: "resolving esp32.lan")), at: clock.advance(.seconds(2))))))
+        let (result, _) = try #require(
+            finished(
+                machine.handle(
+                    .adapter(
+                        .udp,
+                        .withheld(.budgetSpent(during: "resolving esp32.lan")),
+                        at: clock.advance(.seconds(2))
+                    )
+                )
+            )
+        )
         #expect(result.error == .udpConnectionFailed)
         #expect(result.exitCode == 69)
         #expect(result.attempts.first?.triggerSent == false)
@@ -258,7 +305,9 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3), forced: .udp)
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))))
+        let (result, _) = try #require(
+            finished(machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2)))))
+        )
         #expect(result.error == .operationTimeout)
         #expect(result.exitCode == 124)
         #expect(result.outcome == .timeout)
@@ -273,7 +322,11 @@ struct OpeningMachineTests {
         let plan = [OpeningMachine.PlannedAdapter(kind: .mqtt, budget: .seconds(5))]
         var machine = OpeningMachine(plan: plan, resetDelay: .seconds(3), forced: .mqtt)
         _ = machine.handle(.start(at: clock.now))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .misconfigured("no password"), at: clock.advance(.milliseconds(1))))))
+        let (result, _) = try #require(
+            finished(
+                machine.handle(.adapter(.mqtt, .misconfigured("no password"), at: clock.advance(.milliseconds(1))))
+            )
+        )
         #expect(result.error == .configurationMissing)
         #expect(result.exitCode == 78)
     }
@@ -284,7 +337,11 @@ struct OpeningMachineTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(2))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .misconfigured("no password"), at: clock.advance(.milliseconds(1))))))
+        let (result, _) = try #require(
+            finished(
+                machine.handle(.adapter(.mqtt, .misconfigured("no password"), at: clock.advance(.milliseconds(1))))
+            )
+        )
         #expect(result.error == .allAdaptersFailed)
         #expect(result.message.contains("udp: ICMP port unreachable"))
         #expect(result.message.contains("mqtt: no password"))
@@ -292,7 +349,9 @@ struct OpeningMachineTests {
 
     @Test("Nothing planned: allAdaptersFailed at once with the skipped reasons")
     func nothingPlanned() throws {
-        let skipped = [AttemptRecord(adapter: .udp, outcome: .skipped, reason: .offLink(host: "10.9.9.9"), duration: nil)]
+        let skipped = [
+            AttemptRecord(adapter: .udp, outcome: .skipped, reason: .offLink(host: "10.9.9.9"), duration: nil)
+        ]
         var machine = OpeningMachine(plan: [], skipped: skipped, resetDelay: .seconds(3))
         let actions = machine.handle(.start(at: MonotonicInstant(nanoseconds: 5)))
         let (result, _) = try #require(finished(actions))
@@ -311,13 +370,27 @@ struct EvidenceAndTimeTests {
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
-        #expect(machine.handle(.observed(.activated, at: clock.advance(.milliseconds(30)))) == [.stateChanged(.waitingForRelayClose, adapter: .udp)])
+        #expect(
+            machine.handle(.observed(.activated, at: clock.advance(.milliseconds(30)))) == [
+                .stateChanged(.waitingForRelayClose, adapter: .udp)
+            ]
+        )
         let done = machine.handle(.observed(.released, at: clock.advance(.milliseconds(400))))
         let (result, _) = try #require(finished(done))
         #expect(started(done).isEmpty)
         #expect(result.error == nil)
         #expect(result.adapter == .udp)
-        #expect(result.attempts == [AttemptRecord(adapter: .udp, outcome: .success, reason: nil, duration: .milliseconds(431), triggerSent: true)])
+        #expect(
+            result.attempts == [
+                AttemptRecord(
+                    adapter: .udp,
+                    outcome: .success,
+                    reason: nil,
+                    duration: .milliseconds(431),
+                    triggerSent: true
+                )
+            ]
+        )
     }
 
     @Test("A 1 on the status topic then silence: the UDP deadline is a timeout (124), not a fallback")
@@ -342,7 +415,9 @@ struct EvidenceAndTimeTests {
         #expect(machine.state == .triggering)
     }
 
-    @Test("A lone 0 on the status topic after the UDP trigger is evidence: the deadline is 124, never a fallback; the UDP answer can still confirm")
+    @Test(
+        "A lone 0 on the status topic after the UDP trigger is evidence: the deadline is 124, never a fallback; the UDP answer can still confirm"
+    )
     func loneReleaseIsEvidence() throws {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
@@ -360,7 +435,9 @@ struct EvidenceAndTimeTests {
         _ = confirmed.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
         _ = confirmed.handle(.observed(.released, at: clock.advance(.milliseconds(5))))
         _ = confirmed.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(5))))
-        let (success, _) = try #require(finished(confirmed.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400))))))
+        let (success, _) = try #require(
+            finished(confirmed.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400)))))
+        )
         #expect(success.error == nil)
     }
 
@@ -370,20 +447,38 @@ struct EvidenceAndTimeTests {
         var machine = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(1))))
-        let (result, _) = try #require(finished(machine.handle(.observed(.released, at: clock.advance(.milliseconds(5))))))
+        let (result, _) = try #require(
+            finished(machine.handle(.observed(.released, at: clock.advance(.milliseconds(5)))))
+        )
         #expect(result.error == .invalidResponse)
     }
 
     @Test("A trigger published into silence is 124 with no_answer and trigger_sent, never 69")
     func silenceAfterPublish() throws {
         var clock = TestClock()
-        var machine = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], resetDelay: .seconds(3), forced: .mqtt)
+        var machine = OpeningMachine(
+            plan: [.init(kind: .mqtt, budget: .seconds(5))],
+            resetDelay: .seconds(3),
+            forced: .mqtt
+        )
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(3))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .deadlineReached, at: clock.advance(.seconds(5))))))
+        let (result, _) = try #require(
+            finished(machine.handle(.adapter(.mqtt, .deadlineReached, at: clock.advance(.seconds(5)))))
+        )
         #expect(result.exitCode == 124)
         #expect(result.error == .operationTimeout)
-        #expect(result.attempts == [AttemptRecord(adapter: .mqtt, outcome: .noAnswer, reason: .noAnswer(budget: .seconds(5)), duration: .milliseconds(5003), triggerSent: true)])
+        #expect(
+            result.attempts == [
+                AttemptRecord(
+                    adapter: .mqtt,
+                    outcome: .noAnswer,
+                    reason: .noAnswer(budget: .seconds(5)),
+                    duration: .milliseconds(5003),
+                    triggerSent: true
+                )
+            ]
+        )
     }
 
     @Test("UDP unanswered, then MQTT fails to connect: 124, since the UDP trigger may have arrived")
@@ -393,7 +488,11 @@ struct EvidenceAndTimeTests {
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
         _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .unreachable("Connection refused"), at: clock.advance(.milliseconds(1))))))
+        let (result, _) = try #require(
+            finished(
+                machine.handle(.adapter(.mqtt, .unreachable("Connection refused"), at: clock.advance(.milliseconds(1))))
+            )
+        )
         #expect(result.error == .operationTimeout)
         #expect(result.adapter == .udp)
         #expect(result.attempts.map(\.triggerSent) == [true, false])
@@ -405,7 +504,13 @@ struct EvidenceAndTimeTests {
         var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(1))))))
+        let (result, _) = try #require(
+            finished(
+                machine.handle(
+                    .adapter(.udp, .unreachable("ICMP port unreachable"), at: clock.advance(.milliseconds(1)))
+                )
+            )
+        )
         #expect(result.exitCode == 69)
         #expect(result.attempts.first?.triggerSent == true)
     }
@@ -416,7 +521,9 @@ struct EvidenceAndTimeTests {
         var machine = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
         _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(1))))
-        let (result, _) = try #require(finished(machine.handle(.adapter(.mqtt, .lost("broker gone"), at: clock.advance(.milliseconds(10))))))
+        let (result, _) = try #require(
+            finished(machine.handle(.adapter(.mqtt, .lost("broker gone"), at: clock.advance(.milliseconds(10)))))
+        )
         #expect(result.exitCode == 124)
         #expect(result.attempts.first?.outcome == .noAnswer)
         #expect(result.attempts.first?.reason == .lostAfterTrigger("broker gone"))
@@ -427,11 +534,15 @@ struct EvidenceAndTimeTests {
         var clock = TestClock()
         var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
         _ = machine.handle(.start(at: clock.now))
-        let actions = machine.handle(.adapter(.udp, .withheld(.budgetSpent(during: "resolving localhost")), at: clock.advance(.seconds(2))))
+        let actions = machine.handle(
+            .adapter(.udp, .withheld(.budgetSpent(during: "resolving localhost")), at: clock.advance(.seconds(2)))
+        )
         #expect(started(actions) == [.mqtt])
         _ = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(2))))
         _ = machine.handle(.observed(.activated, at: clock.advance(.milliseconds(5))))
-        let (result, _) = try #require(finished(machine.handle(.observed(.released, at: clock.advance(.milliseconds(400))))))
+        let (result, _) = try #require(
+            finished(machine.handle(.observed(.released, at: clock.advance(.milliseconds(400)))))
+        )
         #expect(result.error == nil)
         #expect(result.attempts.map(\.triggerSent) == [false, true])
         #expect(result.attempts.first?.reason?.description.contains("resolving localhost") == true)
@@ -459,26 +570,40 @@ struct EvidenceAndTimeTests {
         _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
         _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
         #expect(machine.handle(.adapter(.mqtt, .withheld(.relayAnswered), at: clock.advance(.milliseconds(1)))) == [])
-        #expect(machine.handle(.observed(.activated, at: clock.advance(.milliseconds(1)))) == [.stateChanged(.waitingForRelayClose, adapter: .mqtt)])
+        #expect(
+            machine.handle(.observed(.activated, at: clock.advance(.milliseconds(1)))) == [
+                .stateChanged(.waitingForRelayClose, adapter: .mqtt)
+            ]
+        )
     }
 
     @Test("The attempts list stops at the deciding attempt; skipped adapters before it stay")
     func attemptsStopAtDecision() throws {
         var clock = TestClock()
         let skippedUDP = [AttemptRecord(adapter: .udp, outcome: .skipped, reason: .notConfigured(.udp), duration: nil)]
-        var mqttOnly = OpeningMachine(plan: [.init(kind: .mqtt, budget: .seconds(5))], skipped: skippedUDP, resetDelay: .seconds(3))
+        var mqttOnly = OpeningMachine(
+            plan: [.init(kind: .mqtt, budget: .seconds(5))],
+            skipped: skippedUDP,
+            resetDelay: .seconds(3)
+        )
         _ = mqttOnly.handle(.start(at: clock.now))
         _ = mqttOnly.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(1))))
         _ = mqttOnly.handle(.observed(.activated, at: clock.advance(.milliseconds(5))))
-        let (result, _) = try #require(finished(mqttOnly.handle(.observed(.released, at: clock.advance(.milliseconds(400))))))
+        let (result, _) = try #require(
+            finished(mqttOnly.handle(.observed(.released, at: clock.advance(.milliseconds(400)))))
+        )
         #expect(result.attempts.map(\.adapter) == [.udp, .mqtt])
         #expect(result.attempts.last?.outcome == .success)
 
-        let skippedMQTT = [AttemptRecord(adapter: .mqtt, outcome: .skipped, reason: .notConfigured(.mqtt), duration: nil)]
+        let skippedMQTT = [
+            AttemptRecord(adapter: .mqtt, outcome: .skipped, reason: .notConfigured(.mqtt), duration: nil)
+        ]
         var udp = OpeningMachine(plan: udpOnly, skipped: skippedMQTT, resetDelay: .seconds(3))
         _ = udp.handle(.start(at: clock.now))
         _ = udp.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(1))))
-        let (success, _) = try #require(finished(udp.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400))))))
+        let (success, _) = try #require(
+            finished(udp.handle(.adapter(.udp, .relay(.released), at: clock.advance(.milliseconds(400)))))
+        )
         #expect(success.attempts.map(\.adapter) == [.udp], "nothing after the successful adapter")
     }
 }

@@ -1,14 +1,22 @@
-import Testing
 import GateCore
+import Testing
 
 private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds: 1_000_000_000 + ms * 1_000_000) }
 
 @Suite struct RelayObserverTests {
     @Test func cycleCausedElsewhereIsFollowedToItsRelease() {
         var observer = RelayObserver(releaseBudget: .seconds(5))
-        #expect(observer.handle(.report(.activated, at: at(0), local: false)) == [.began(at: at(0)), .armTimer(at: at(5000))])
+        #expect(
+            observer.handle(.report(.activated, at: at(0), local: false)) == [
+                .began(at: at(0)), .armTimer(at: at(5000)),
+            ]
+        )
         #expect(observer.activeSince == at(0))
-        #expect(observer.handle(.report(.released, at: at(400), local: false)) == [.ended(released: true, duration: .milliseconds(400))])
+        #expect(
+            observer.handle(.report(.released, at: at(400), local: false)) == [
+                .ended(released: true, duration: .milliseconds(400))
+            ]
+        )
         #expect(observer.activeSince == nil)
         // The timer of the finished cycle fires late: nothing left to end.
         #expect(observer.handle(.timerFired(at: at(5000))) == [])
@@ -30,7 +38,11 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
         var observer = RelayObserver(releaseBudget: .seconds(5))
         _ = observer.handle(.report(.activated, at: at(0), local: false))
         #expect(observer.handle(.report(.activated, at: at(100), local: false)) == [])
-        #expect(observer.handle(.report(.released, at: at(400), local: false)) == [.ended(released: true, duration: .milliseconds(400))])
+        #expect(
+            observer.handle(.report(.released, at: at(400), local: false)) == [
+                .ended(released: true, duration: .milliseconds(400))
+            ]
+        )
     }
 
     @Test func missingReleaseEndsAsTimeoutAtTheBudget() {
@@ -47,14 +59,19 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
     @Test func invalidPayloadIsReportedAndEndsNothing() {
         var observer = RelayObserver(releaseBudget: .seconds(5))
         _ = observer.handle(.report(.activated, at: at(0), local: false))
-        #expect(observer.handle(.report(.invalid(.unexpectedByte(7)), at: at(100), local: false)) == [.ignoredInvalid(.unexpectedByte(7))])
+        #expect(
+            observer.handle(.report(.invalid(.unexpectedByte(7)), at: at(100), local: false)) == [
+                .ignoredInvalid(.unexpectedByte(7))
+            ]
+        )
         #expect(observer.activeSince == at(0))
     }
 
     @Test func reportsComeFromDecodedPayloads() {
         #expect(RelayObserver.report(for: MQTTStatusDecoder.event(for: Array(" 1\n".utf8), topic: "t")) == .activated)
         #expect(RelayObserver.report(for: MQTTStatusDecoder.event(for: Array("0".utf8), topic: "t")) == .released)
-        if case .invalid = RelayObserver.report(for: MQTTStatusDecoder.event(for: Array("on".utf8), topic: "t")) {} else {
+        if case .invalid = RelayObserver.report(for: MQTTStatusDecoder.event(for: Array("on".utf8), topic: "t")) {
+        } else {
             Issue.record("a payload outside the protocol must be invalid")
         }
         #expect(RelayObserver.report(for: .sent) == nil)

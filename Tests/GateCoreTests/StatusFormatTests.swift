@@ -1,29 +1,81 @@
 import Foundation
 import Testing
+
 @testable import GateCore
 
 /// The records a panel has to tell apart: ready, busy, failed, last interrupted.
 private enum Sample {
-    static let success = StatusRecord.Last(outcome: .success, error: nil, adapter: "udp", durationMs: 412,
-                                           finishedAt: "2026-11-21T10:00:01.250Z", source: "cli")
-    static let ready = StatusRecord(state: .ready, since: "2026-11-21T10:00:01.250Z", source: "cli", pid: 7,
-                                    adapter: "udp", resetAt: nil, last: success)
-    static let busy = StatusRecord(state: .waitingForRelayClose, since: "2026-11-21T10:00:00.800Z", source: "widget", pid: 7,
-                                   adapter: "udp", resetAt: nil, last: success)
+    static let success = StatusRecord.Last(
+        outcome: .success,
+        error: nil,
+        adapter: "udp",
+        durationMs: 412,
+        finishedAt: "2026-11-21T10:00:01.250Z",
+        source: "cli"
+    )
+    static let ready = StatusRecord(
+        state: .ready,
+        since: "2026-11-21T10:00:01.250Z",
+        source: "cli",
+        pid: 7,
+        adapter: "udp",
+        resetAt: nil,
+        last: success
+    )
+    static let busy = StatusRecord(
+        state: .waitingForRelayClose,
+        since: "2026-11-21T10:00:00.800Z",
+        source: "widget",
+        pid: 7,
+        adapter: "udp",
+        resetAt: nil,
+        last: success
+    )
     static let failed = StatusRecord(
-        state: .error, since: "2026-11-21T10:00:02.000Z", source: "cli", pid: 7, adapter: nil, resetAt: "2026-11-21T10:00:05.000Z",
-        last: .init(outcome: .error, error: "allAdaptersFailed", adapter: nil, durationMs: 2001,
-                    finishedAt: "2026-11-21T10:00:02.000Z", source: "cli"))
+        state: .error,
+        since: "2026-11-21T10:00:02.000Z",
+        source: "cli",
+        pid: 7,
+        adapter: nil,
+        resetAt: "2026-11-21T10:00:05.000Z",
+        last: .init(
+            outcome: .error,
+            error: "allAdaptersFailed",
+            adapter: nil,
+            durationMs: 2001,
+            finishedAt: "2026-11-21T10:00:02.000Z",
+            source: "cli"
+        )
+    )
     static let interrupted = StatusRecord(
-        state: .ready, since: "2026-11-21T10:00:00.500Z", source: "button", pid: nil, adapter: nil, resetAt: nil,
-        last: .init(outcome: .interrupted, error: nil, adapter: "mqtt", durationMs: nil,
-                    finishedAt: "2026-11-21T10:00:00.500Z", source: "button"))
+        state: .ready,
+        since: "2026-11-21T10:00:00.500Z",
+        source: "button",
+        pid: nil,
+        adapter: nil,
+        resetAt: nil,
+        last: .init(
+            outcome: .interrupted,
+            error: nil,
+            adapter: "mqtt",
+            durationMs: nil,
+            finishedAt: "2026-11-21T10:00:00.500Z",
+            source: "button"
+        )
+    )
     static let all = [ready, busy, failed, interrupted]
 
     /// A busy record whose names came from a hostile status file.
     static func hostile(_ adapter: String) -> StatusRecord {
-        StatusRecord(state: .triggering, since: "2026-11-21T10:00:00.000Z", source: "a<b>&c", pid: 1,
-                     adapter: adapter, resetAt: nil, last: nil)
+        StatusRecord(
+            state: .triggering,
+            since: "2026-11-21T10:00:00.000Z",
+            source: "a<b>&c",
+            pid: 1,
+            adapter: adapter,
+            resetAt: nil,
+            last: nil
+        )
     }
 }
 
@@ -48,7 +100,9 @@ struct StatusFormatTests {
     @Test("text: times in the clock's time zone")
     func localTime() {
         let berlin = StatusClock { _ in 3600 }
-        #expect(StatusFormat.text.render(Sample.failed, clock: berlin) == "error until 11:00:05 (last: allAdaptersFailed)")
+        #expect(
+            StatusFormat.text.render(Sample.failed, clock: berlin) == "error until 11:00:05 (last: allAdaptersFailed)"
+        )
         #expect(StatusClock.utc.timeOfDay("2026-11-21T23:59:59.999Z") == "23:59:59")
         #expect(StatusClock(utcOffset: { _ in 60 }).timeOfDay("2026-11-21T23:59:30.000Z") == "00:00:30")
         #expect(StatusClock.utc.timeOfDay("not a time") == "not a time")
@@ -73,10 +127,13 @@ struct StatusFormatTests {
         }
     }
 
-    @Test("waybar: valid JSON with text, tooltip, class and alt", arguments: [
-        (Sample.ready, "ready", "ready"), (Sample.busy, "busy", "waiting_for_relay_close"),
-        (Sample.failed, "failed", "error"), (Sample.interrupted, "interrupted", "ready"),
-    ])
+    @Test(
+        "waybar: valid JSON with text, tooltip, class and alt",
+        arguments: [
+            (Sample.ready, "ready", "ready"), (Sample.busy, "busy", "waiting_for_relay_close"),
+            (Sample.failed, "failed", "error"), (Sample.interrupted, "interrupted", "ready"),
+        ]
+    )
     func waybar(record: StatusRecord, look: String, alt: String) throws {
         let line = StatusFormat.waybar.render(record)
         #expect(!line.contains("\n"))
@@ -118,7 +175,10 @@ struct StatusFormatTests {
         #expect(StatusFormat.polybar.render(Sample.busy) == "%{F#3584e4}gate relay on (udp)%{F-}")
         #expect(StatusFormat.polybar.render(Sample.failed) == "%{F#e01b24}gate error (allAdaptersFailed)%{F-}")
         #expect(StatusFormat.polybar.render(Sample.interrupted) == "%{F#ff8c00}gate ready (interrupted)%{F-}")
-        #expect(StatusFormat.polybar.render(Sample.hostile("%{F#000}x%")) == "%{F#3584e4}gate triggering (%%{F#000}x%%)%{F-}")
+        #expect(
+            StatusFormat.polybar.render(Sample.hostile("%{F#000}x%"))
+                == "%{F#3584e4}gate triggering (%%{F#000}x%%)%{F-}"
+        )
     }
 
     @Test("i3blocks: three raw lines once, one JSON object per --watch update")

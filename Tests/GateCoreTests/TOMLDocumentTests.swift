@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GateCore
 
 /// The value at `path`, or nil; the tests below compare whole values.
@@ -19,19 +20,23 @@ private func syntaxError(_ text: String) -> TOMLSyntaxError? {
 @Suite("TOML document")
 struct TOMLDocumentTests {
     @Test func tablesKeysAndLines() throws {
-        let document = try TOMLDocument(parsing: """
-            # a comment
+        let document = try TOMLDocument(
+            parsing: """
+                # a comment
 
-            [udp]
-            host = "192.168.1.50"   # trailing comment
-            port = 8080
-            [ "mqtt" ]
-            'tls' = true
-            """)
-        #expect(document.tables == [
-            TOMLDocument.Table(path: ["udp"], line: 3),
-            TOMLDocument.Table(path: ["mqtt"], line: 6),
-        ])
+                [udp]
+                host = "192.168.1.50"   # trailing comment
+                port = 8080
+                [ "mqtt" ]
+                'tls' = true
+                """
+        )
+        #expect(
+            document.tables == [
+                TOMLDocument.Table(path: ["udp"], line: 3),
+                TOMLDocument.Table(path: ["mqtt"], line: 6),
+            ]
+        )
         #expect(document.entries.map(\.line) == [4, 5, 7])
         #expect(document.entries.map(\.path) == [["udp", "host"], ["udp", "port"], ["mqtt", "tls"]])
         #expect(value(document, ["udp", "host"]) == .string("192.168.1.50"))
@@ -51,14 +56,16 @@ struct TOMLDocumentTests {
     /// Redefinitions are found by path, not by how the path is spelled: a quoted part
     /// holding `.` or `:` is one part, never the same key as a dotted path.
     @Test func quotedPartsAreNotDottedPaths() throws {
-        let document = try TOMLDocument(parsing: """
-            "a.b" = 1
-            a.b = 2
-            "1:a" = 3
-            1.a = 4
-            ["c.d"]
-            [c.d]
-            """)
+        let document = try TOMLDocument(
+            parsing: """
+                "a.b" = 1
+                a.b = 2
+                "1:a" = 3
+                1.a = 4
+                ["c.d"]
+                [c.d]
+                """
+        )
         #expect(document.entries.map(\.path) == [["a.b"], ["a", "b"], ["1:a"], ["1", "a"]])
         #expect(document.tables.map(\.path) == [["c.d"], ["c", "d"]])
         #expect(syntaxError("\"a.b\" = 1\n\"a.b\" = 2\n")?.line == 2)
@@ -84,19 +91,23 @@ struct TOMLDocumentTests {
         #expect(value(document, ["k"]) == .string(expected))
     }
 
-    @Test(arguments: [
-        ("1", 1), ("+17", 17), ("-17", -17), ("0", 0), ("-0", 0), ("1_000", 1000),
-        ("0xDEAD_beef", 0xDEAD_BEEF), ("0o755", 0o755), ("0b1101", 13),
-        ("9223372036854775807", Int64.max), ("-9223372036854775808", Int64.min),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("1", 1), ("+17", 17), ("-17", -17), ("0", 0), ("-0", 0), ("1_000", 1000),
+            ("0xDEAD_beef", 0xDEAD_BEEF), ("0o755", 0o755), ("0b1101", 13),
+            ("9223372036854775807", Int64.max), ("-9223372036854775808", Int64.min),
+        ] as [(String, Int64)]
+    )
     func integers(literal: String, expected: Int64) throws {
         #expect(value(try TOMLDocument(parsing: "k = \(literal)"), ["k"]) == .integer(expected))
     }
 
-    @Test(arguments: [
-        ("2.0", 2.0), ("2e3", 2000), ("-1.5E-2", -0.015), ("+0.25", 0.25), ("1_000.5", 1000.5),
-        ("6.626e-34", 6.626e-34), ("1e+16", 1e16), ("0e0", 0), ("inf", .infinity), ("-inf", -.infinity),
-    ] as [(String, Double)])
+    @Test(
+        arguments: [
+            ("2.0", 2.0), ("2e3", 2000), ("-1.5E-2", -0.015), ("+0.25", 0.25), ("1_000.5", 1000.5),
+            ("6.626e-34", 6.626e-34), ("1e+16", 1e16), ("0e0", 0), ("inf", .infinity), ("-inf", -.infinity),
+        ] as [(String, Double)]
+    )
     func floats(literal: String, expected: Double) throws {
         #expect(value(try TOMLDocument(parsing: "k = \(literal)"), ["k"]) == .float(expected))
     }

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,10 +13,14 @@ private let statusTopic = "iot/house/gate/esp32/status"
 /// outside the ACL can neither forge a relay `1` nor trigger the relay.
 @Suite("deploy/mosquitto/gate.acl on a real broker")
 struct BrokerACLTests {
-    @Test("A user outside the ACL cannot forge a 1 (the daemon sees nothing) nor publish a trigger (the relay never cycles)")
+    @Test(
+        "A user outside the ACL cannot forge a 1 (the daemon sees nothing) nor publish a trigger (the relay never cycles)"
+    )
     func intruderCannotForgeOrTrigger() throws {
         let acl = try Deploy.file("mosquitto/gate.acl").path
-        let users = ["esp32": "esp32-pw-Q7", "gate": "gate-pw-M2", "gate-desktop": "desk-pw-R4", "intruder": "intr-pw-Z9"]
+        let users = [
+            "esp32": "esp32-pw-Q7", "gate": "gate-pw-M2", "gate-desktop": "desk-pw-R4", "intruder": "intr-pw-Z9",
+        ]
         let broker = try MosquittoBroker(.password(users: users), aclFile: acl)
         let sim = try Simulator(
             ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--mqtt-username", "esp32"],
@@ -23,11 +28,20 @@ struct BrokerACLTests {
         )
         #expect(waitUntil { sim.stderrText.contains("subscribed to \(triggerTopic)") }, "\(sim.stderrText)")
 
-        let credentials = FileManager.default.temporaryDirectory.appendingPathComponent("gate-credentials-\(UUID().uuidString)")
+        let credentials = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-credentials-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
-        try (users["gate"]! + "\n").write(to: credentials.appendingPathComponent("mqtt-password"), atomically: true, encoding: .utf8)
+        try (users["gate"]! + "\n").write(
+            to: credentials.appendingPathComponent("mqtt-password"),
+            atomically: true,
+            encoding: .utf8
+        )
         defer { try? FileManager.default.removeItem(at: credentials) }
-        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "username = \"gate\"\n[runtime]\ncooldown = 0\n")
+        let config = try TestConfig(
+            daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port)
+                + "username = \"gate\"\n[runtime]\ncooldown = 0\n"
+        )
         let environment = GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": credentials.path])
         let daemon = try DaemonProcess(config: config.path, environment: environment)
         try daemon.waitForReady()
@@ -40,7 +54,11 @@ struct BrokerACLTests {
             let run = try broker.runPublish(topic: statusTopic, payload: payload, credentials: intruder)
             #expect(run.status == 0, "\(run.summary)")
         }
-        let trigger = try broker.runPublish(topic: triggerTopic, payload: String(Int(Date().timeIntervalSince1970)), credentials: intruder)
+        let trigger = try broker.runPublish(
+            topic: triggerTopic,
+            payload: String(Int(Date().timeIntervalSince1970)),
+            credentials: intruder
+        )
         #expect(trigger.status == 0, "\(trigger.summary)")
         // Anonymous clients are refused outright.
         #expect(try broker.runPublish(topic: statusTopic, payload: "1", credentials: .anonymous).status == 5)
@@ -55,16 +73,22 @@ struct BrokerACLTests {
         // The control: gate's desktop user may trigger; the ESP32's 1 and 0 reach the daemon.
         // Messages are delivered in order, so once this cycle is recorded the intruder's
         // messages, published before, would have been seen.
-        try broker.publish(topic: triggerTopic, payload: String(Int(Date().timeIntervalSince1970)),
-                           credentials: .user("gate-desktop", password: users["gate-desktop"]!))
-        #expect(daemon.waitForLog("relay cycle confirmed, caused elsewhere"), "\(daemon.log)\n--- broker\n\(broker.logText)")
+        try broker.publish(
+            topic: triggerTopic,
+            payload: String(Int(Date().timeIntervalSince1970)),
+            credentials: .user("gate-desktop", password: users["gate-desktop"]!)
+        )
+        #expect(
+            daemon.waitForLog("relay cycle confirmed, caused elsewhere"),
+            "\(daemon.log)\n--- broker\n\(broker.logText)"
+        )
         Thread.sleep(forTimeInterval: 0.5)
         #expect(daemon.logLines(containing: "relay activated by someone else").count == 1, "\(daemon.log)")
         #expect(daemon.logLines(containing: "never reported").isEmpty, "\(daemon.log)")
         #expect(try sim.activations().count == 1, "only the desktop user's trigger cycled the relay")
         let history = try daemon.history()
         #expect(history.map { $0["outcome"] as? String } == ["success"], "\(history)")
-        #expect(broker.logText.contains("Denied PUBLISH from") , "\(broker.logText)")
+        #expect(broker.logText.contains("Denied PUBLISH from"), "\(broker.logText)")
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 }

@@ -1,20 +1,23 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `[mqtt]` only, on a loopback broker (or a slow relay in front of it), cooldown 0.
 private func brokerConfig(port: UInt16) throws -> TestConfig {
-    try TestConfig("""
+    try TestConfig(
+        """
         [mqtt]
         host = "127.0.0.1"
         port = \(port)
         timeout = 5.0
         [runtime]
         cooldown = 0
-        """)
+        """
+    )
 }
 
 private func simulatorMQTT(_ broker: MosquittoBroker) -> [String] {
@@ -28,8 +31,9 @@ private func waitForState(_ state: String, environment: [String: String], timeou
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if let data = FileManager.default.contents(atPath: path),
-           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-           object["state"] as? String == state {
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            object["state"] as? String == state
+        {
             return true
         }
         Thread.sleep(forTimeInterval: 0.01)
@@ -58,13 +62,18 @@ private let mqttLimit = Duration.seconds(5) + .milliseconds(1500)
 /// opening outlives the MQTT budget. `gate open --via mqtt` throughout, on 127.0.0.1.
 @Suite("BrokerFault: broker killed, restarted, slowed, frozen", .serialized)
 struct BrokerFaultTests {
-    @Test("Broker SIGKILLed while the relay is held: 124 (relay activated, release never came), at once; restarted: the next opening succeeds")
+    @Test(
+        "Broker SIGKILLed while the relay is held: 124 (relay activated, release never came), at once; restarted: the next opening succeeds"
+    )
     func killedMidCycle() throws {
         let broker = try MosquittoBroker(.plain)
         let sim = try Simulator(simulatorMQTT(broker) + ["--hold-ms", "1500"])
         let config = try brokerConfig(port: broker.port)
         let environment = GateRunner.isolatedEnvironment()
-        let gate = try GateRunner.start(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let gate = try GateRunner.start(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         let waiting = waitForState("waiting_for_relay_close", environment: environment)
         broker.kill()
         let run = try gate.finish(timeout: .seconds(20))
@@ -78,7 +87,9 @@ struct BrokerFaultTests {
         #expect(reason.contains("link failed"), "\(run.summary)")
         #expect(run.wall < mqttLimit, "took \(run.wall)")
         #expect(try sim.activations().count == 1)
-        print("broker-fault: killed mid-cycle: exit \(run.status) after \(run.wall.chaosMilliseconds) ms: \(attempt?["reason"] ?? "?")")
+        print(
+            "broker-fault: killed mid-cycle: exit \(run.status) after \(run.wall.chaosMilliseconds) ms: \(attempt?["reason"] ?? "?")"
+        )
 
         // Restarted on the same port: once the ESP32 is back, the next opening succeeds.
         try broker.restart()
@@ -92,7 +103,10 @@ struct BrokerFaultTests {
         while !sim.stderrText.contains("released #1"), ContinuousClock.now < released {
             Thread.sleep(forTimeInterval: 0.02)
         }
-        let next = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let next = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(next.status == 0, "\(next.summary)")
         #expect(next.wall < mqttLimit, "took \(next.wall)")
         #expect(try sim.activations().count == 2)
@@ -107,7 +121,10 @@ struct BrokerFaultTests {
         let environment = GateRunner.isolatedEnvironment()
 
         broker.kill()
-        let down = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let down = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(down.status == 69, "\(down.summary)")
         #expect((try? down.json())?["error"] as? String == "mqttConnectionFailed", "\(down.summary)")
         #expect(down.wall < mqttLimit, "took \(down.wall)")
@@ -115,12 +132,17 @@ struct BrokerFaultTests {
         try broker.restart()
         // The simulator reconnects with its own backoff and subscribes again.
         try #require(waitForResubscription(sim), "the simulator did not resubscribe:\n\(sim.stderrText)")
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         #expect(run.wall < mqttLimit, "took \(run.wall)")
         #expect(try sim.activations().count == 1)
-        print("broker-fault: broker down: exit \(down.status) after \(down.wall.chaosMilliseconds) ms; "
-            + "after restart: exit \(run.status) after \(run.wall.chaosMilliseconds) ms")
+        print(
+            "broker-fault: broker down: exit \(down.status) after \(down.wall.chaosMilliseconds) ms; "
+                + "after restart: exit \(run.status) after \(run.wall.chaosMilliseconds) ms"
+        )
     }
 
     @Test("Slow broker, 300 ms per chunk each way: the opening still succeeds within the MQTT budget")
@@ -135,9 +157,14 @@ struct BrokerFaultTests {
         #expect(run.wall < mqttLimit, "took \(run.wall)")
         #expect(try sim.activations().count == 1)
         let duration = (try? run.json())?["duration_ms"] as? Int ?? 0
-        #expect(duration >= 1200, "five slowed exchanges (CONNECT, SUBSCRIBE, PUBLISH, 1, 0) cannot take \(duration) ms")
-        print("broker-fault: slowed 300 ms/chunk: exit \(run.status), duration \(duration) ms, wall \(run.wall.chaosMilliseconds) ms, "
-            + "\(proxy.counts.chunks) chunks relayed")
+        #expect(
+            duration >= 1200,
+            "five slowed exchanges (CONNECT, SUBSCRIBE, PUBLISH, 1, 0) cannot take \(duration) ms"
+        )
+        print(
+            "broker-fault: slowed 300 ms/chunk: exit \(run.status), duration \(duration) ms, wall \(run.wall.chaosMilliseconds) ms, "
+                + "\(proxy.counts.chunks) chunks relayed"
+        )
     }
 
     @Test("Slow broker, 2 s per chunk: 69 naming the budget, at the budget, and no late trigger")
@@ -167,7 +194,10 @@ struct BrokerFaultTests {
         let environment = GateRunner.isolatedEnvironment()
         let pid = broker.pid
         defer { kill(pid, SIGCONT) }
-        let gate = try GateRunner.start(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let gate = try GateRunner.start(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         let waiting = waitForState("waiting_for_relay_close", environment: environment)
         kill(pid, SIGSTOP)
         let run = try gate.finish(timeout: .seconds(20))
@@ -177,7 +207,9 @@ struct BrokerFaultTests {
         #expect((try? run.json())?["error"] as? String == "operationTimeout", "\(run.summary)")
         #expect(run.wall < mqttLimit, "took \(run.wall)")
         #expect(try sim.activations().count == 1)
-        print("broker-fault: frozen mid-cycle: exit \(run.status) after \(run.wall.chaosMilliseconds) ms: \(firstAttempt(run)?["reason"] ?? "?")")
+        print(
+            "broker-fault: frozen mid-cycle: exit \(run.status) after \(run.wall.chaosMilliseconds) ms: \(firstAttempt(run)?["reason"] ?? "?")"
+        )
     }
 
     @Test("Broker frozen (SIGSTOP) before the opening: the TCP handshake completes, no CONNACK: 69 at the budget")

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +34,10 @@ struct BrokerFixtureTests {
         #expect(recorder.waitForMessages(topic: "gate/command") == ["open"], "\(broker.logText)")
         #expect(recorder.waitForMessages(topic: "gate/odd topic") == ["two words\nand a second line"])
         #expect(recorder.waitForMessages(topic: "gate/empty") == [""])
-        #expect(recorder.received.map(\.topic) == ["gate/command", "gate/odd topic", "gate/empty"], "markers are hidden")
+        #expect(
+            recorder.received.map(\.topic) == ["gate/command", "gate/odd topic", "gate/empty"],
+            "markers are hidden"
+        )
         #expect(recorder.received.allSatisfy { !$0.retained })
         #expect(broker.logText.contains("mosquitto version 2.0.11 running"))
     }
@@ -54,7 +58,9 @@ struct BrokerFixtureTests {
         let plaintext = try broker.runPublish(topic: "gate/tls", payload: "plaintext", trust: .plaintext)
         #expect(plaintext.status == 7, "\(plaintext.summary)")
         // A recorder that trusts the wrong CA cannot even start.
-        #expect(throws: MosquittoBroker.Failure.self) { _ = try MQTTRecorder(broker, trust: .caFile(unrelated), readyWithin: .seconds(3)) }
+        #expect(throws: MosquittoBroker.Failure.self) {
+            _ = try MQTTRecorder(broker, trust: .caFile(unrelated), readyWithin: .seconds(3))
+        }
 
         try broker.publish(topic: "gate/tls", payload: "still fine")
         #expect(recorder.waitForMessages(topic: "gate/tls", count: 2) == ["right CA", "still fine"])
@@ -68,13 +74,23 @@ struct BrokerFixtureTests {
 
         try broker.publish(topic: "gate/pw", payload: "default user")
         try broker.publish(topic: "gate/pw", payload: "gate user", credentials: .user("gate", password: "s3cret pw"))
-        let wrong = try broker.runPublish(topic: "gate/pw", payload: "wrong", credentials: .user("gate", password: "nope"))
+        let wrong = try broker.runPublish(
+            topic: "gate/pw",
+            payload: "wrong",
+            credentials: .user("gate", password: "nope")
+        )
         #expect(wrong.status == 5, "\(wrong.summary)")
         let anonymous = try broker.runPublish(topic: "gate/pw", payload: "anonymous", credentials: .anonymous)
         #expect(anonymous.status == 5, "\(anonymous.summary)")
-        let unknown = try broker.runPublish(topic: "gate/pw", payload: "unknown", credentials: .user("mallory", password: "s3cret pw"))
+        let unknown = try broker.runPublish(
+            topic: "gate/pw",
+            payload: "unknown",
+            credentials: .user("mallory", password: "s3cret pw")
+        )
         #expect(unknown.status == 5, "\(unknown.summary)")
-        #expect(throws: MosquittoBroker.Failure.self) { _ = try MQTTRecorder(broker, credentials: .anonymous, readyWithin: .seconds(3)) }
+        #expect(throws: MosquittoBroker.Failure.self) {
+            _ = try MQTTRecorder(broker, credentials: .anonymous, readyWithin: .seconds(3))
+        }
 
         try broker.publish(topic: "gate/pw", payload: "last")
         #expect(recorder.waitForMessages(topic: "gate/pw", count: 3) == ["default user", "gate user", "last"])
@@ -88,7 +104,11 @@ struct BrokerFixtureTests {
         try broker.publish(topic: "gate/both", payload: "ok")
         let wrongCA = try broker.runPublish(topic: "gate/both", payload: "x", trust: .caFile(unrelated))
         expectTLSFailure(wrongCA)
-        let wrongPassword = try broker.runPublish(topic: "gate/both", payload: "x", credentials: .user("gate", password: "PW"))
+        let wrongPassword = try broker.runPublish(
+            topic: "gate/both",
+            payload: "x",
+            credentials: .user("gate", password: "PW")
+        )
         #expect(wrongPassword.status == 5, "\(wrongPassword.summary)")
         let plaintext = try broker.runPublish(topic: "gate/both", payload: "x", trust: .plaintext)
         #expect(plaintext.status == 7, "\(plaintext.summary)")
@@ -99,7 +119,8 @@ struct BrokerFixtureTests {
     @Test(arguments: [MosquittoBroker.Security.plain, .tlsAndPassword(users: ["gate": "pw"])])
     func killThenRestartOnTheSamePort(security: MosquittoBroker.Security) throws {
         let broker = try MosquittoBroker(security)
-        let port = broker.port, firstPID = broker.pid
+        let port = broker.port
+        let firstPID = broker.pid
         let recorder = try MQTTRecorder(broker)
 
         broker.kill()
@@ -124,13 +145,18 @@ struct BrokerFixtureTests {
         try broker.publish(topic: "gate/reconnected", payload: "hello")
         #expect(recorder.waitForMessages(topic: "gate/reconnected") == ["hello"], "\(recorder.errorText)")
         #expect(!recorder.messages(topic: "gate/restart").contains("while down"), "never reached the broker")
-        #expect(broker.logText.components(separatedBy: "mosquitto version 2.0.11 running").count == 3, "two starts in one log")
+        #expect(
+            broker.logText.components(separatedBy: "mosquitto version 2.0.11 running").count == 3,
+            "two starts in one log"
+        )
 
         // restart() of a running broker stops it first.
         try broker.restart()
         try fresh.waitUntilSubscribed()
         try broker.publish(topic: "gate/restart", payload: "twice")
-        #expect(fresh.waitForMessages(topic: "gate/restart", count: 2, within: .seconds(10)) == ["after restart", "twice"])
+        #expect(
+            fresh.waitForMessages(topic: "gate/restart", count: 2, within: .seconds(10)) == ["after restart", "twice"]
+        )
     }
 
     @Test func restartWaitsWhileThePortIsTaken() throws {
@@ -181,16 +207,21 @@ struct BrokerFixtureTests {
 
         // A later recorder gets the latest retained value, flagged.
         let later = try MQTTRecorder(broker, topic: "gate/#")
-        #expect(later.received == [MQTTRecorder.Message(topic: "gate/state", payload: Array("open".utf8), retained: true)])
+        #expect(
+            later.received == [MQTTRecorder.Message(topic: "gate/state", payload: Array("open".utf8), retained: true)]
+        )
     }
 
     @Test func brokersAreIsolatedAndCleanedUp() throws {
         var first: MosquittoBroker? = try MosquittoBroker()
         let second = try MosquittoBroker()
-        let pid = first!.pid, directory = first!.directory, port = first!.port
+        let pid = first!.pid
+        let directory = first!.directory
+        let port = first!.port
         #expect(port != second.port)
         #expect(directory != second.directory)
-        let firstRecorder = try MQTTRecorder(first!), secondRecorder = try MQTTRecorder(second)
+        let firstRecorder = try MQTTRecorder(first!)
+        let secondRecorder = try MQTTRecorder(second)
         try first!.publish(topic: "gate/which", payload: "first")
         try second.publish(topic: "gate/which", payload: "second")
         #expect(firstRecorder.waitForMessages(topic: "gate/which") == ["first"])

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,20 +46,29 @@ struct ChaosTests {
         .timeLimit(.minutes(30))
     )
     func lossyLink() throws {
-        let openings = Self.openings, seed = Self.seed
+        let openings = Self.openings
+        let seed = Self.seed
         let namespaces = NamespaceSet()
         defer { namespaces.tearDown() }
-        let gateNS = try namespaces.add("gate"), linkNS = try namespaces.add("link"), espNS = try namespaces.add("esp")
+        let gateNS = try namespaces.add("gate")
+        let linkNS = try namespaces.add("link")
+        let espNS = try namespaces.add("esp")
         try namespaces.connect(gateNS, "v0", "10.203.1.2/24", to: linkNS, "v1", "10.203.1.1/24")
         try namespaces.connect(linkNS, "v2", "10.203.2.1/24", to: espNS, "v3", "10.203.2.2/24")
-        print("chaos: tc netem: \(NetNS.netemProbe(namespace: linkNS, device: "v1")); the link is impaired by a user-space relay")
+        print(
+            "chaos: tc netem: \(NetNS.netemProbe(namespace: linkNS, device: "v1")); the link is impaired by a user-space relay"
+        )
 
         // Hold 100 ms: longer than a duplicate's lag (≤ 10 ms), so a copied trigger meets a held
         // relay and is ignored, as on the real ESP32 (docs/CONTRACT.md#the-relay-simulator).
         let sim = try NamespacedSimulator(namespace: espNS, udp: "10.203.2.2:8080", ["--hold-ms", "100"])
         defer { sim.stop() }
         let relay = try ChaosRelay(
-            namespace: linkNS, listen: ("10.203.1.1", 8080), esp: ("10.203.2.2", 8080), outbound: "10.203.2.1", seed: seed
+            namespace: linkNS,
+            listen: ("10.203.1.1", 8080),
+            esp: ("10.203.2.2", 8080),
+            outbound: "10.203.2.1",
+            seed: seed
         )
         defer { relay.stop() }
         print("chaos: \(openings) openings over UDP, \(relay.impairment), seed \(seed) (GATE_CHAOS_SEED repeats it)")
@@ -68,14 +78,16 @@ struct ChaosTests {
         // legitimately under docs/CONTRACT.md#one-opening (no evidence came back): that would hide the invariant
         // checked here, that gate itself never sends a trigger twice.
         let budget = Duration.seconds(2)
-        let config = try TestConfig("""
+        let config = try TestConfig(
+            """
             [udp]
             host = "10.203.1.1"
             port = 8080
             timeout = 2.0
             [runtime]
             cooldown = 0
-            """)
+            """
+        )
         let environment = GateRunner.isolatedEnvironment()
 
         var exits: [Int32: Int] = [:]
@@ -93,12 +105,20 @@ struct ChaosTests {
             relay.beginOpening()
             let sessionsBefore = relay.sessions().count
             let activationsBefore = sim.activations().count
-            let run = try ChaosGate.run(in: gateNS, ["open", "--json", "--config", config.path], environment: environment)
-            #expect(relay.waitUntilQuiet(.milliseconds(250), timeout: .seconds(10)), "opening \(index): the relay never settled")
+            let run = try ChaosGate.run(
+                in: gateNS,
+                ["open", "--json", "--config", config.path],
+                environment: environment
+            )
+            #expect(
+                relay.waitUntilQuiet(.milliseconds(250), timeout: .seconds(10)),
+                "opening \(index): the relay never settled"
+            )
             let sessions = relay.sessions()
             // The simulator logs an activation as the trigger arrives; on a busy machine the
             // line may still be on its way: wait for it (a bounded wait, never for more).
-            let expectedActivations = sessions.count > sessionsBefore && sessions[sessionsBefore].triggersToESP > 0 ? 1 : 0
+            let expectedActivations =
+                sessions.count > sessionsBefore && sessions[sessionsBefore].triggersToESP > 0 ? 1 : 0
             var activations = sim.activations().count - activationsBefore
             let settle = ContinuousClock.now + .seconds(2)
             while activations < expectedActivations, ContinuousClock.now < settle {
@@ -109,25 +129,36 @@ struct ChaosTests {
             walls[run.status, default: []].append(run.wall)
 
             // Never trigger twice: exactly one new gate socket, which sent exactly one datagram, the trigger.
-            try #require(sessions.count == sessionsBefore + 1,
-                         "opening \(index): \(sessions.count - sessionsBefore) gate sockets reached the relay; \(run.summary)")
+            try #require(
+                sessions.count == sessionsBefore + 1,
+                "opening \(index): \(sessions.count - sessionsBefore) gate sockets reached the relay; \(run.summary)"
+            )
             let session = sessions[sessionsBefore]
-            #expect(session.fromGate == [[0x01]], "opening \(index): gate sent \(session.fromGate) (one trigger expected)")
+            #expect(
+                session.fromGate == [[0x01]],
+                "opening \(index): gate sent \(session.fromGate) (one trigger expected)"
+            )
 
             // The relay's duplicates may bring the trigger twice; the held relay ignores the copy.
-            #expect(activations == expectedActivations, """
+            #expect(
+                activations == expectedActivations,
+                """
                 opening \(index): \(activations) activations for \(session.triggersToESP) triggers delivered \
                 at \(session.toESP.map(\.at)); the simulator said:\n\(sim.process.stderrText.suffix(2000))
-                """)
+                """
+            )
 
             // The outcome is one the rules allow, and exactly the one that what reached gate calls for.
             #expect(allowed.contains(run.status), "opening \(index): exit \(run.status) is not allowed; \(run.summary)")
             let expected = session.expectedExit(budget: budget)
             if let expected {
-                #expect(run.status == expected, """
+                #expect(
+                    run.status == expected,
+                    """
                     opening \(index): exit \(run.status), but gate was delivered \(session.toGate.map { ($0.bytes, $0.at) }) \
                     (expected \(expected)); \(run.summary)
-                    """)
+                    """
+                )
             } else {
                 unpredicted += 1
             }
@@ -152,15 +183,23 @@ struct ChaosTests {
         let dropped = sessions.reduce(0) { $0 + $1.dropped }
         let duplicated = sessions.reduce(0) { $0 + $1.duplicated }
         let reordered = sessions.reduce(0) { $0 + $1.reorderedToGate + $1.reorderedToESP }
-        print("chaos: relay: \(datagrams) datagrams, \(dropped) dropped, \(duplicated) duplicated, \(reordered) overtaken; "
-            + "gate sent \(fromGate) triggers, \(toESP) reached the ESP32 (copies included), \(activations) activations")
+        print(
+            "chaos: relay: \(datagrams) datagrams, \(dropped) dropped, \(duplicated) duplicated, \(reordered) overtaken; "
+                + "gate sent \(fromGate) triggers, \(toESP) reached the ESP32 (copies included), \(activations) activations"
+        )
         for status in exits.keys.sorted() {
             let times = (walls[status] ?? []).sorted()
             let median = times[times.count / 2]
-            print("chaos: exit \(status): \(exits[status]!) of \(openings); wall min \(times.first!.chaosMilliseconds) ms, "
-                + "median \(median.chaosMilliseconds) ms, max \(times.last!.chaosMilliseconds) ms")
+            print(
+                "chaos: exit \(status): \(exits[status]!) of \(openings); wall min \(times.first!.chaosMilliseconds) ms, "
+                    + "median \(median.chaosMilliseconds) ms, max \(times.last!.chaosMilliseconds) ms"
+            )
         }
-        if unpredicted > 0 { print("chaos: \(unpredicted) openings had a deciding datagram at the budget's edge (any allowed exit accepted)") }
+        if unpredicted > 0 {
+            print(
+                "chaos: \(unpredicted) openings had a deciding datagram at the budget's edge (any allowed exit accepted)"
+            )
+        }
 
         relay.stop()
         sim.stop()
@@ -182,11 +221,17 @@ struct ChaosTests {
         try namespaces.connect(ns, "v0", "10.203.9.1/24", to: ns, "v1", nil)
         let broker = try NamespacedBroker(namespace: ns)
         defer { broker.stop() }
-        let sim = try NamespacedSimulator(namespace: ns, udp: "127.0.0.1:0", [
-            "--fault", "udp-off", "--hold-ms", "100", "--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port),
-        ])
+        let sim = try NamespacedSimulator(
+            namespace: ns,
+            udp: "127.0.0.1:0",
+            [
+                "--fault", "udp-off", "--hold-ms", "100", "--mqtt-host", "127.0.0.1", "--mqtt-port",
+                String(broker.port),
+            ]
+        )
         defer { sim.stop() }
-        let config = try TestConfig("""
+        let config = try TestConfig(
+            """
             [udp]
             host = "10.204.0.5"
             port = 8080
@@ -195,7 +240,8 @@ struct ChaosTests {
             port = \(broker.port)
             [runtime]
             cooldown = 0
-            """)
+            """
+        )
         let environment = GateRunner.isolatedEnvironment()
 
         let run = try ChaosGate.run(in: ns, ["open", "--json", "--config", config.path], environment: environment)
@@ -216,16 +262,25 @@ struct ChaosTests {
         #expect((json["duration_ms"] as? Int ?? .max) < 2000, "\(run.summary)")
         #expect(sim.activations().count == 1)
         #expect(sim.activations().first?.contains("\"via\":\"mqtt\"") == true, "\(sim.activations())")
-        print("chaos: off-link: exit \(run.status) via mqtt in \(json["duration_ms"] ?? "?") ms (wall \(run.wall.chaosMilliseconds) ms); udp: \(reason)")
+        print(
+            "chaos: off-link: exit \(run.status) via mqtt in \(json["duration_ms"] ?? "?") ms (wall \(run.wall.chaosMilliseconds) ms); udp: \(reason)"
+        )
 
         // Forced UDP is tried off-link (README), and the network refuses at once: no route.
-        let forced = try ChaosGate.run(in: ns, ["open", "--via", "udp", "--json", "--config", config.path], environment: environment)
+        let forced = try ChaosGate.run(
+            in: ns,
+            ["open", "--via", "udp", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(forced.status == 69, "\(forced.summary)")
         let forcedJSON = try forced.json()
         #expect(forcedJSON["error"] as? String == "udpConnectionFailed", "\(forced.summary)")
         let forcedAttempt = (forcedJSON["attempts"] as? [[String: Any]])?.first
         #expect(forcedAttempt?["outcome"] as? String == "unreachable", "\(forced.summary)")
-        #expect((forcedAttempt?["duration_ms"] as? Int ?? .max) < 2000, "the refusal must not wait for the budget: \(forced.summary)")
+        #expect(
+            (forcedAttempt?["duration_ms"] as? Int ?? .max) < 2000,
+            "the refusal must not wait for the budget: \(forced.summary)"
+        )
         #expect(sim.activations().count == 1, "forced UDP off-link must not reach the ESP32")
         print("chaos: off-link, --via udp: exit \(forced.status): \(forcedAttempt?["reason"] ?? "?")")
 

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,7 +53,9 @@ extension DaemonTests {
     /// `gate open` hands its opening to the daemon on `control.sock` (SPEC §10).
     @Suite("The control socket")
     struct ControlSocket {
-        @Test("gate open through the daemon: logged with the client's uid and source, one activation, the same output, --json and exit code as a direct opening; --direct skips the daemon")
+        @Test(
+            "gate open through the daemon: logged with the client's uid and source, one activation, the same output, --json and exit code as a direct opening; --direct skips the daemon"
+        )
         func delegatedLikeDirect() throws {
             let sim = try Simulator(["--hold-ms", "200"])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
@@ -61,10 +64,19 @@ extension DaemonTests {
             try daemon.waitForReady()
             #expect(daemon.log.contains("control socket listening"), "\(daemon.log)")
             var info = stat()
-            #expect(lstat(environment["GATE_RUNTIME_DIR"]! + "/control.sock", &info) == 0, "the socket is there once the daemon is ready")
-            #expect(info.st_mode & S_IFMT == S_IFSOCK && info.st_mode & 0o777 == 0o660, "a socket, mode 0660 like the lock: \(String(info.st_mode, radix: 8))")
+            #expect(
+                lstat(environment["GATE_RUNTIME_DIR"]! + "/control.sock", &info) == 0,
+                "the socket is there once the daemon is ready"
+            )
+            #expect(
+                info.st_mode & S_IFMT == S_IFSOCK && info.st_mode & 0o777 == 0o660,
+                "a socket, mode 0660 like the lock: \(String(info.st_mode, radix: 8))"
+            )
 
-            let delegated = try GateRunner.run(["open", "--config", config.path, "--source", "desk", "--json"], environment: environment)
+            let delegated = try GateRunner.run(
+                ["open", "--config", config.path, "--source", "desk", "--json"],
+                environment: environment
+            )
             #expect(delegated.status == 0, "\(delegated.summary)")
             let handed = daemon.logLines(containing: "opening handed over on the control socket")
             #expect(handed.count == 1, "\(daemon.log)")
@@ -73,25 +85,48 @@ extension DaemonTests {
             #expect(try sim.activations().count == 1, "exactly one activation")
             #expect(DaemonFiles.last(daemon.status())?["source"] as? String == "desk")
 
-            let direct = try GateRunner.run(["open", "--config", config.path, "--source", "desk", "--json", "--direct"], environment: environment)
+            let direct = try GateRunner.run(
+                ["open", "--config", config.path, "--source", "desk", "--json", "--direct"],
+                environment: environment
+            )
             #expect(direct.status == 0, "\(direct.summary)")
-            #expect(daemon.logLines(containing: "opening handed over").count == 1, "--direct must not touch the socket: \(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "opening handed over").count == 1,
+                "--direct must not touch the socket: \(daemon.log)"
+            )
             #expect(try sim.activations().count == 2)
-            #expect(withoutDurations(try delegated.json()) == withoutDurations(try direct.json()), "\(delegated.stdout)\n\(direct.stdout)")
+            #expect(
+                withoutDurations(try delegated.json()) == withoutDurations(try direct.json()),
+                "\(delegated.stdout)\n\(direct.stdout)"
+            )
 
             // Lines (not a terminal): every state and the result, as a direct opening prints them.
             let delegatedLines = try GateRunner.run(["open", "--config", config.path], environment: environment)
-            let directLines = try GateRunner.run(["open", "--config", config.path, "--direct"], environment: environment)
-            #expect(delegatedLines.status == 0 && directLines.status == 0, "\(delegatedLines.summary)\n\(directLines.summary)")
-            #expect(shape(delegatedLines.stdout) == shape(directLines.stdout), "\(delegatedLines.stdout)\n\(directLines.stdout)")
+            let directLines = try GateRunner.run(
+                ["open", "--config", config.path, "--direct"],
+                environment: environment
+            )
+            #expect(
+                delegatedLines.status == 0 && directLines.status == 0,
+                "\(delegatedLines.summary)\n\(directLines.summary)"
+            )
+            #expect(
+                shape(delegatedLines.stdout) == shape(directLines.stdout),
+                "\(delegatedLines.stdout)\n\(directLines.stdout)"
+            )
             #expect(delegatedLines.stdout.contains("waiting_for_relay_close via udp"), "\(delegatedLines.stdout)")
             #expect(daemon.logLines(containing: "opening handed over").count == 2, "\(daemon.log)")
             #expect(try sim.activations().count == 4)
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
-            #expect(!FileManager.default.fileExists(atPath: environment["GATE_RUNTIME_DIR"]! + "/control.sock"), "the socket goes away with the daemon")
+            #expect(
+                !FileManager.default.fileExists(atPath: environment["GATE_RUNTIME_DIR"]! + "/control.sock"),
+                "the socket goes away with the daemon"
+            )
         }
 
-        @Test("An opening asked while the daemon runs one gets 75, from the daemon and directly alike; the first completes, one activation")
+        @Test(
+            "An opening asked while the daemon runs one gets 75, from the daemon and directly alike; the first completes, one activation"
+        )
         func busyGets75() throws {
             let sim = try Simulator(["--hold-ms", "1500"])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
@@ -102,11 +137,17 @@ extension DaemonTests {
             let first = try GateRunner.start(["open", "--config", config.path, "--json"], environment: environment)
             #expect(waitUntil { (try? sim.activations().count) == 1 }, "\(daemon.log)")
             let second = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
-            let secondDirect = try GateRunner.run(["open", "--config", config.path, "--json", "--direct"], environment: environment)
+            let secondDirect = try GateRunner.run(
+                ["open", "--config", config.path, "--json", "--direct"],
+                environment: environment
+            )
             #expect(second.status == 75, "\(second.summary)")
             #expect(secondDirect.status == 75, "\(secondDirect.summary)")
             #expect(try second.json()["error"] as? String == "operationInProgress")
-            #expect(daemon.logLines(containing: "opening handed over").count == 2, "the second went to the daemon: \(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "opening handed over").count == 2,
+                "the second went to the daemon: \(daemon.log)"
+            )
             let firstRun = try first.finish(timeout: .seconds(20))
             #expect(firstRun.status == 0, "\(firstRun.summary)")
             #expect(try sim.activations().count == 1)
@@ -116,7 +157,9 @@ extension DaemonTests {
         @Test("--via mqtt through the daemon uses its warm link: the broker sees no new client")
         func warmLink() throws {
             let broker = try MosquittoBroker(.plain)
-            let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--hold-ms", "200"])
+            let sim = try Simulator([
+                "--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--hold-ms", "200",
+            ])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port, cooldown: 0))
             let environment = GateRunner.isolatedEnvironment()
             let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
@@ -124,24 +167,40 @@ extension DaemonTests {
             #expect(daemon.waitForLog("gate: info: MQTT link up"), "\(daemon.log)")
             let connectionsBefore = broker.logText.components(separatedBy: "New client connected").count
 
-            let run = try GateRunner.run(["open", "--config", config.path, "--via", "mqtt", "--json"], environment: environment)
+            let run = try GateRunner.run(
+                ["open", "--config", config.path, "--via", "mqtt", "--json"],
+                environment: environment
+            )
             #expect(run.status == 0, "\(run.summary)")
             #expect(try run.json()["adapter"] as? String == "mqtt")
             #expect(try sim.activations().map(\.via) == ["mqtt"])
             #expect(daemon.logLines(containing: "opening handed over", "via=mqtt").count == 1, "\(daemon.log)")
-            #expect(broker.logText.components(separatedBy: "New client connected").count == connectionsBefore, "\(broker.logText)")
+            #expect(
+                broker.logText.components(separatedBy: "New client connected").count == connectionsBefore,
+                "\(broker.logText)"
+            )
 
             // The same opening by itself connects afresh: what the broker's log counts.
-            let direct = try GateRunner.run(["open", "--config", config.path, "--via", "mqtt", "--json", "--direct"], environment: environment)
+            let direct = try GateRunner.run(
+                ["open", "--config", config.path, "--via", "mqtt", "--json", "--direct"],
+                environment: environment
+            )
             #expect(direct.status == 0, "\(direct.summary)")
-            #expect(broker.logText.components(separatedBy: "New client connected").count == connectionsBefore + 1, "\(broker.logText)")
+            #expect(
+                broker.logText.components(separatedBy: "New client connected").count == connectionsBefore + 1,
+                "\(broker.logText)"
+            )
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
-        @Test("Daemon SIGKILLed mid-opening: the CLI exits 124 and sends no trigger of its own, neither over UDP nor MQTT")
+        @Test(
+            "Daemon SIGKILLed mid-opening: the CLI exits 124 and sends no trigger of its own, neither over UDP nor MQTT"
+        )
         func daemonKilledMidOpening() throws {
             let broker = try MosquittoBroker(.plain)
-            let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--hold-ms", "1500"])
+            let sim = try Simulator([
+                "--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--hold-ms", "1500",
+            ])
             let recorder = try MQTTRecorder(broker, topic: triggerTopic)
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port, cooldown: 0))
             let environment = GateRunner.isolatedEnvironment()
@@ -162,11 +221,16 @@ extension DaemonTests {
             #expect(waitUntil { sim.stderrText.contains("released #1") }, "\(sim.stderrText)")
             Thread.sleep(forTimeInterval: 1)
             #expect(try sim.activations().map(\.via) == ["udp"], "one activation only")
-            #expect(!sim.stderrText.contains("ignored"), "no second trigger while the relay was held: \(sim.stderrText)")
+            #expect(
+                !sim.stderrText.contains("ignored"),
+                "no second trigger while the relay was held: \(sim.stderrText)"
+            )
             #expect(recorder.received(topic: triggerTopic).isEmpty, "no MQTT trigger: \(recorder.received)")
         }
 
-        @Test("SIGTERM while a handed-over opening runs: the opening finishes, the client gets its result, the daemon exits 0")
+        @Test(
+            "SIGTERM while a handed-over opening runs: the opening finishes, the client gets its result, the daemon exits 0"
+        )
         func gracefulStopFinishesOpening() throws {
             let sim = try Simulator(["--hold-ms", "1500"])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
@@ -184,12 +248,18 @@ extension DaemonTests {
             #expect(!FileManager.default.fileExists(atPath: environment["GATE_RUNTIME_DIR"]! + "/control.sock"))
         }
 
-        @Test("A daemon that takes the request and then closes without a word, or accepts and goes silent: 124, and the client sends no trigger",
-              arguments: ["close", "silent"])
+        @Test(
+            "A daemon that takes the request and then closes without a word, or accepts and goes silent: 124, and the client sends no trigger",
+            arguments: ["close", "silent"]
+        )
         func lostBeforeResult(mode: String) throws {
             let sim = try Simulator(["--hold-ms", "100"])
             // A short UDP budget: the silent daemon's bound is udp.timeout + 5 s.
-            let config = try TestConfig.udp(host: sim.udpHost, port: sim.udpPort, extra: "timeout = 0.5\n[runtime]\ncooldown = 0")
+            let config = try TestConfig.udp(
+                host: sim.udpHost,
+                port: sim.udpPort,
+                extra: "timeout = 0.5\n[runtime]\ncooldown = 0"
+            )
             let environment = GateRunner.isolatedEnvironment()
             let runtime = environment["GATE_RUNTIME_DIR"]!
             try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
@@ -212,14 +282,28 @@ extension DaemonTests {
                 c.close()
                 time.sleep(60)
                 """
-            let listener = try MosquittoBroker.Child("/usr/bin/python3", ["-c", script, runtime + "/control.sock", logFile, mode], stdout: nil, stderr: nil, watchdog: true)
+            let listener = try MosquittoBroker.Child(
+                "/usr/bin/python3",
+                ["-c", script, runtime + "/control.sock", logFile, mode],
+                stdout: nil,
+                stderr: nil,
+                watchdog: true
+            )
             defer { listener.terminate(grace: .seconds(1)) }
-            #expect(waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true })
+            #expect(
+                waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true }
+            )
 
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(run.status == 124, "\(run.summary)")
-            #expect((try run.json()["message"] as? String)?.contains("the relay may have cycled") == true, "\(run.stdout)")
-            #expect((try? String(contentsOfFile: logFile, encoding: .utf8))?.contains(#""request":"open""#) == true, "the request reached the listener")
+            #expect(
+                (try run.json()["message"] as? String)?.contains("the relay may have cycled") == true,
+                "\(run.stdout)"
+            )
+            #expect(
+                (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains(#""request":"open""#) == true,
+                "the request reached the listener"
+            )
             #expect(try sim.activations().isEmpty, "the client never triggers an opening it handed over")
         }
 
@@ -234,7 +318,10 @@ extension DaemonTests {
             killed.send(SIGKILL)
             _ = killed.waitForExit()
             var info = stat()
-            #expect(lstat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK, "the killed daemon leaves its socket")
+            #expect(
+                lstat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK,
+                "the killed daemon leaves its socket"
+            )
 
             let alone = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(alone.status == 0, "\(alone.summary)")
@@ -242,7 +329,10 @@ extension DaemonTests {
 
             let next = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try next.waitForReady()
-            #expect(next.logLines(containing: "control socket listening", "replaced_stale=true").count == 1, "\(next.log)")
+            #expect(
+                next.logLines(containing: "control socket listening", "replaced_stale=true").count == 1,
+                "\(next.log)"
+            )
             let delegated = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(delegated.status == 0, "\(delegated.summary)")
             #expect(next.logLines(containing: "opening handed over").count == 1, "\(next.log)")
@@ -250,7 +340,9 @@ extension DaemonTests {
             #expect(next.stop() == .exited(0), "\(next.log)")
         }
 
-        @Test("A symbolic link or a file at control.sock: the daemon names it and runs without a socket, never following it; gate open opens directly")
+        @Test(
+            "A symbolic link or a file at control.sock: the daemon names it and runs without a socket, never following it; gate open opens directly"
+        )
         func notASocket() throws {
             let sim = try Simulator(["--hold-ms", "100"])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
@@ -264,7 +356,11 @@ extension DaemonTests {
 
             let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try daemon.waitForReady()
-            #expect(daemon.logLines(containing: "cannot listen on \(socket): it is a symbolic link, not a socket").count == 1, "\(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "cannot listen on \(socket): it is a symbolic link, not a socket").count
+                    == 1,
+                "\(daemon.log)"
+            )
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(run.status == 0, "\(run.summary)")
             #expect(run.stderr.contains("\(socket) is a symbolic link, not a socket"), "\(run.stderr)")
@@ -276,7 +372,9 @@ extension DaemonTests {
             #expect(lstat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link is left as it was")
         }
 
-        @Test("Garbage and an oversized request get an error reply naming the problem; the daemon keeps running; another configuration is declined and opened directly")
+        @Test(
+            "Garbage and an oversized request get an error reply naming the problem; the daemon keeps running; another configuration is declined and opened directly"
+        )
         func badRequests() throws {
             let sim = try Simulator(["--hold-ms", "100"])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
@@ -289,16 +387,25 @@ extension DaemonTests {
             let garbage = try rawExchange(socket, "this is not json\n")
             #expect(garbage.contains("\"reply\":\"error\"") && garbage.contains("not one JSON object"), "\(garbage)")
             let oversized = try rawExchange(socket, String(repeating: "x", count: 5000) + "\n")
-            #expect(oversized.contains("\"reply\":\"error\"") && oversized.contains("longer than 4096 bytes"), "\(oversized)")
+            #expect(
+                oversized.contains("\"reply\":\"error\"") && oversized.contains("longer than 4096 bytes"),
+                "\(oversized)"
+            )
             let unknown = try rawExchange(socket, "{\"request\":\"reboot\"}\n")
             #expect(unknown.contains("unknown request"), "\(unknown)")
             #expect(daemon.isRunning, "\(daemon.log)")
             #expect(try sim.activations().isEmpty)
 
-            let declined = try GateRunner.run(["open", "--config", other.path, "--json", "-v"], environment: environment)
+            let declined = try GateRunner.run(
+                ["open", "--config", other.path, "--json", "-v"],
+                environment: environment
+            )
             #expect(declined.status == 0, "\(declined.summary)")
             #expect(declined.stderr.contains("the daemon declined the opening"), "\(declined.stderr)")
-            #expect(daemon.logLines(containing: "opening declined: the client uses another configuration").count == 1, "\(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "opening declined: the client uses another configuration").count == 1,
+                "\(daemon.log)"
+            )
             #expect(daemon.logLines(containing: "opening handed over").isEmpty)
 
             let good = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
@@ -308,10 +415,14 @@ extension DaemonTests {
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
-        @Test("A listener of another uid at control.sock is not trusted: gate open opens directly and writes nothing to it; a daemon leaves it alone",
-              .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
-                       && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
-                       "needs root, setpriv and python3: the listener runs as uid 65534"))
+        @Test(
+            "A listener of another uid at control.sock is not trusted: gate open opens directly and writes nothing to it; a daemon leaves it alone",
+            .enabled(
+                if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+                    && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
+                "needs root, setpriv and python3: the listener runs as uid 65534"
+            )
+        )
         func hostileListener() throws {
             let sim = try Simulator(["--hold-ms", "100"])
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
@@ -345,33 +456,60 @@ extension DaemonTests {
                     c.close()
                 """
             let hostile = try MosquittoBroker.Child(
-                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket, logFile],
-                stdout: nil, stderr: nil, watchdog: true
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
+                    logFile,
+                ],
+                stdout: nil,
+                stderr: nil,
+                watchdog: true
             )
             defer { hostile.terminate(grace: .seconds(2)) }
-            #expect(waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true }, "the hostile listener did not start")
+            #expect(
+                waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true },
+                "the hostile listener did not start"
+            )
 
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(run.status == 0, "\(run.summary)")
-            #expect(run.stderr.contains("not handing the opening to the process on \(socket)") && run.stderr.contains("uid 65534"), "\(run.stderr)")
+            #expect(
+                run.stderr.contains("not handing the opening to the process on \(socket)")
+                    && run.stderr.contains("uid 65534"),
+                "\(run.stderr)"
+            )
             #expect(try sim.activations().count == 1)
             #expect(waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("received") == true })
             let heard = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
-            #expect(heard.contains("received 0 bytes") && heard.range(of: "received [1-9]", options: .regularExpression) == nil, "no request for the hostile listener: \(heard)")
+            #expect(
+                heard.contains("received 0 bytes")
+                    && heard.range(of: "received [1-9]", options: .regularExpression) == nil,
+                "no request for the hostile listener: \(heard)"
+            )
 
             let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try daemon.waitForReady()
-            #expect(daemon.logLines(containing: "another daemon answers on the control socket", "other_uid=65534").count == 1, "\(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "another daemon answers on the control socket", "other_uid=65534").count
+                    == 1,
+                "\(daemon.log)"
+            )
             let doctor = try GateRunner.run(["doctor", "--config", config.path, "--json"], environment: environment)
             let findings = try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [[String: Any]] ?? []
             let verdict = findings.first { $0["check"] as? String == "daemon" }
             #expect(verdict?["status"] as? String == "fail", "\(doctor.summary)")
             #expect((verdict?["detail"] as? String)?.contains("uid 65534") == true, "\(String(describing: verdict))")
             let heardAfter = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
-            #expect(heardAfter.range(of: "received [1-9]", options: .regularExpression) == nil, "the doctor asks an untrusted listener nothing: \(heardAfter)")
+            #expect(
+                heardAfter.range(of: "received [1-9]", options: .regularExpression) == nil,
+                "the doctor asks an untrusted listener nothing: \(heardAfter)"
+            )
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
             var info = stat()
-            #expect(lstat(socket, &info) == 0 && info.st_uid == 65534, "the daemon leaves the other listener's socket in place")
+            #expect(
+                lstat(socket, &info) == 0 && info.st_uid == 65534,
+                "the daemon leaves the other listener's socket in place"
+            )
         }
 
         @Test("gate doctor names the daemon that serves the runtime folder, and says when none does")
@@ -380,8 +518,12 @@ extension DaemonTests {
             let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
             let environment = GateRunner.isolatedEnvironment()
             func daemonFinding() throws -> [String: Any]? {
-                let doctor = try GateRunner.run(["doctor", "--config", config.path, "--json"], environment: environment)
-                let findings = try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [[String: Any]] ?? []
+                let doctor = try GateRunner.run(
+                    ["doctor", "--config", config.path, "--json"],
+                    environment: environment
+                )
+                let findings =
+                    try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [[String: Any]] ?? []
                 return findings.first { $0["check"] as? String == "daemon" }
             }
             let none = try daemonFinding()

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,9 @@ extension DaemonTests {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
             // A long MQTT budget makes the difference plain: the lock must not last it.
-            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "timeout = 20\n")
+            let config = try TestConfig(
+                daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "timeout = 20\n"
+            )
             let environment = GateRunner.isolatedEnvironment()
             let daemon = try DaemonProcess(config: config.path, environment: environment)
             try daemon.waitForReady()
@@ -41,25 +44,39 @@ extension DaemonTests {
                 Thread.sleep(forTimeInterval: 0.25)
             }
             let waited = ContinuousClock.now - forgedAt
-            #expect(last?.status == 0, "still refused \(waited) after a forged 1: \(last?.summary ?? "")\n\(daemon.log)")
+            #expect(
+                last?.status == 0,
+                "still refused \(waited) after a forged 1: \(last?.summary ?? "")\n\(daemon.log)"
+            )
             #expect(waited < .seconds(12))
             #expect(try sim.activations().count == 1)
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
-        @Test("A button press after a forged 1 is refused as 'relay active' for the short bound only (MQTTLink.relayActive)")
+        @Test(
+            "A button press after a forged 1 is refused as 'relay active' for the short bound only (MQTTLink.relayActive)"
+        )
         func pressAfterForgedOne() throws {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
             // No cooldown, and a 20 s budget: only the busy-relay rule could refuse the press.
-            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "timeout = 20\n[runtime]\ncooldown = 0\n")
+            let config = try TestConfig(
+                daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port)
+                    + "timeout = 20\n[runtime]\ncooldown = 0\n"
+            )
             let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
             try daemon.waitForReady()
             #expect(daemon.waitForLog("gate: info: MQTT link up"), "\(daemon.log)")
             daemon.waitForSettling()
 
             try forgeActivation(broker)
-            #expect(daemon.waitForLog("relay activated elsewhere but its release was never reported", timeout: .seconds(30)), "\(daemon.log)")
+            #expect(
+                daemon.waitForLog(
+                    "relay activated elsewhere but its release was never reported",
+                    timeout: .seconds(30)
+                ),
+                "\(daemon.log)"
+            )
             Thread.sleep(forTimeInterval: 1)
             let pressed = try daemon.press()
             #expect(daemon.waitForPressHandled(edgeNs: pressed), "\(daemon.log)")
@@ -74,7 +91,9 @@ extension DaemonTests {
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
             // A short budget: each forged 1 below ends before the next arrives, whatever bound applies.
             // ([mqtt] is the last table of daemonConfigText: `timeout` lands in it.)
-            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "timeout = 1\n[runtime]\ncooldown = 0\n")
+            let config = try TestConfig(
+                daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "timeout = 1\n[runtime]\ncooldown = 0\n"
+            )
             let environment = GateRunner.isolatedEnvironment()
             let daemon = try DaemonProcess(config: config.path, environment: environment)
             try daemon.waitForReady()
@@ -82,16 +101,30 @@ extension DaemonTests {
 
             for round in 1...4 {
                 try forgeActivation(broker)
-                #expect(daemon.waitForLog("relay activated elsewhere but its release was never reported", count: round, timeout: .seconds(20)), "\(daemon.log)")
+                #expect(
+                    daemon.waitForLog(
+                        "relay activated elsewhere but its release was never reported",
+                        count: round,
+                        timeout: .seconds(20)
+                    ),
+                    "\(daemon.log)"
+                )
                 // Past LinkService.echoWindow after the previous end, so that no `1` is taken for an echo.
                 Thread.sleep(forTimeInterval: 1.2)
             }
             let forged = try daemon.history().filter { $0["source"] as? String == "elsewhere" }
-            #expect(forged.count == 1, "one line for the forged 1s within minutes, not one each: \(forged)\n\(daemon.log)")
+            #expect(
+                forged.count == 1,
+                "one line for the forged 1s within minutes, not one each: \(forged)\n\(daemon.log)"
+            )
             #expect(forged.first?["outcome"] as? String == "timeout")
 
             // A real cycle by another client (the phone app) is recorded as before.
-            try broker.publish(topic: "iot/house/gate/esp32/trigger", payload: String(Int(Date().timeIntervalSince1970)), qos: 0)
+            try broker.publish(
+                topic: "iot/house/gate/esp32/trigger",
+                payload: String(Int(Date().timeIntervalSince1970)),
+                qos: 0
+            )
             #expect(daemon.waitForLog("relay cycle confirmed, caused elsewhere"), "\(daemon.log)")
             let history = try daemon.history().filter { $0["source"] as? String == "elsewhere" }
             #expect(history.map { $0["outcome"] as? String } == ["timeout", "success"], "\(history)")

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,9 @@ private func publishForeignTrigger(_ broker: MosquittoBroker) throws {
 extension DaemonTests {
     @Suite("The warm MQTT link")
     struct Link {
-        @Test("Broker killed: a press opens over UDP; broker back on the same port: the link comes up again and an MQTT opening works")
+        @Test(
+            "Broker killed: a press opens over UDP; broker back on the same port: the link comes up again and an MQTT opening works"
+        )
         func brokerKilledAndRestarted() throws {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(simulatorMQTT(broker))
@@ -43,7 +46,10 @@ extension DaemonTests {
             try broker.restart()
             // libmosquitto's backoff (1 s doubling up to 30 s) decides when: a generous deadline.
             #expect(daemon.waitForLog("gate: info: MQTT link up", count: 2, timeout: .seconds(60)), "\(daemon.log)")
-            #expect(waitUntil(.seconds(60)) { sim.stderrText.contains("subscribed to \(triggerTopic) again") }, "\(sim.stderrText)")
+            #expect(
+                waitUntil(.seconds(60)) { sim.stderrText.contains("subscribed to \(triggerTopic) again") },
+                "\(sim.stderrText)"
+            )
 
             // UDP made unusable: nothing listens on the new port, so the datagram draws ICMP
             // port unreachable and the opening falls back to MQTT through the warm link.
@@ -82,7 +88,8 @@ extension DaemonTests {
             try publishForeignTrigger(broker)
             let recorded = waitUntil {
                 let status = daemon.status()
-                return status?["state"] as? String == "ready" && DaemonFiles.last(status)?["source"] as? String == "elsewhere"
+                return status?["state"] as? String == "ready"
+                    && DaemonFiles.last(status)?["source"] as? String == "elsewhere"
             }
             #expect(recorded, "\(String(describing: daemon.status()))\n\(daemon.log)")
             let last = DaemonFiles.last(daemon.status())

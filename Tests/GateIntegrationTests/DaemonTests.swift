@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,9 +27,13 @@ extension DaemonTests {
             try daemon.press()
             let done = waitUntil {
                 let status = daemon.status()
-                return status?["state"] as? String == "ready" && DaemonFiles.last(status)?["source"] as? String == "button"
+                return status?["state"] as? String == "ready"
+                    && DaemonFiles.last(status)?["source"] as? String == "button"
             }
-            #expect(done, "status never showed the button's finished opening: \(String(describing: daemon.status()))\n\(daemon.log)")
+            #expect(
+                done,
+                "status never showed the button's finished opening: \(String(describing: daemon.status()))\n\(daemon.log)"
+            )
             let last = try #require(DaemonFiles.last(daemon.status()))
             #expect(last["outcome"] as? String == "success")
             #expect(last["adapter"] as? String == "udp")
@@ -57,11 +62,18 @@ extension DaemonTests {
             // Falling first (a press, active low), alternating, 1.5 ms apart: 28.5 ms in all,
             // ending on a rising edge (released).
             let start = monotonicNowNs()
-            try daemon.writeEdges((0..<20).map { index in
-                (index % 2 == 0 ? .falling : .rising, start + UInt64(index) * 1_500_000)
-            })
-            #expect(waitUntil { DaemonFiles.last(daemon.status())?["source"] as? String == "button" && daemon.status()?["state"] as? String == "ready" },
-                    "the storm opened nothing: \(daemon.log)")
+            try daemon.writeEdges(
+                (0..<20).map { index in
+                    (index % 2 == 0 ? .falling : .rising, start + UInt64(index) * 1_500_000)
+                }
+            )
+            #expect(
+                waitUntil {
+                    DaemonFiles.last(daemon.status())?["source"] as? String == "button"
+                        && daemon.status()?["state"] as? String == "ready"
+                },
+                "the storm opened nothing: \(daemon.log)"
+            )
             #expect(try sim.activations().count == 1)
 
             // A clean press afterwards: once its opening is done, every consequence of the
@@ -70,7 +82,10 @@ extension DaemonTests {
             #expect(daemon.waitForPressHandled(edgeNs: clean), "\(daemon.log)")
             #expect(try sim.activations().count == 2, "the storm must give one opening, the clean press another")
             #expect(daemon.logLines(containing: "button pressed; opening").count == 2, "\(daemon.log)")
-            #expect(daemon.logLines(containing: "button press ignored").isEmpty, "the storm made more than one press:\n\(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "button press ignored").isEmpty,
+                "the storm made more than one press:\n\(daemon.log)"
+            )
         }
 
         @Test("A press while `gate open` holds the lock is ignored and logged; one activation in all")
@@ -157,10 +172,13 @@ extension DaemonTests {
 
     @Suite("Bad starts")
     struct BadStarts {
-        @Test("A configuration that does not validate: exit 78, the key named", arguments: [
-            ("[udp]\nhost = \"127.0.0.1\"\nport = 99999\n", "udp.port"),
-            ("[udp]\nhost = \"127.0.0.1\"\ncolour = \"green\"\n", "udp.colour"),
-        ])
+        @Test(
+            "A configuration that does not validate: exit 78, the key named",
+            arguments: [
+                ("[udp]\nhost = \"127.0.0.1\"\nport = 99999\n", "udp.port"),
+                ("[udp]\nhost = \"127.0.0.1\"\ncolour = \"green\"\n", "udp.colour"),
+            ]
+        )
         func invalidConfiguration(text: String, key: String) throws {
             let config = try TestConfig(text)
             let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
@@ -175,8 +193,10 @@ extension DaemonTests {
             let regular = config.directory.appendingPathComponent("not-a-fifo").path
             #expect(FileManager.default.createFile(atPath: regular, contents: Data(repeating: 0, count: 16)))
             let daemon = try DaemonProcess(
-                config: config.path, environment: GateRunner.isolatedEnvironment(),
-                buttonFIFO: false, extraArguments: ["--button-events", regular]
+                config: config.path,
+                environment: GateRunner.isolatedEnvironment(),
+                buttonFIFO: false,
+                extraArguments: ["--button-events", regular]
             )
             #expect(daemon.waitForExit() == .exited(69), "\(daemon.log)")
             #expect(daemon.log.contains(regular), "\(daemon.log)")

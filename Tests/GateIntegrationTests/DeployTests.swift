@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// The files in `deploy/` checked with the tools that will apply them on the Pi:
 /// systemd-analyze (verify, security), systemd-sysusers and systemd-tmpfiles against a
@@ -14,55 +14,94 @@ struct DeployTests {
     @Test("systemd-analyze verify finds nothing to complain about in gate.service")
     func verifyUnit() throws {
         let unit = try String(contentsOf: Deploy.file("systemd/gate.service"), encoding: .utf8)
-        try #require(unit.split(separator: "\n").contains { $0 == Deploy.execStart }, "the unit must run \(Deploy.execStart)")
+        try #require(
+            unit.split(separator: "\n").contains { $0 == Deploy.execStart },
+            "the unit must run \(Deploy.execStart)"
+        )
         let (folder, copy) = try Deploy.verifiableCopy(of: unit, named: "gate.service")
         defer { try? FileManager.default.removeItem(at: folder) }
 
         let run = try Tool.run("systemd-analyze", ["verify", copy.path], package: "systemd")
         #expect(run.status == 0, "\(run.summary)")
         let complaints = run.lines.filter { $0.contains("gate.service") || $0.contains(folder.path) }
-        #expect(complaints.isEmpty, "systemd-analyze verify warned about the unit:\n\(complaints.joined(separator: "\n"))")
+        #expect(
+            complaints.isEmpty,
+            "systemd-analyze verify warned about the unit:\n\(complaints.joined(separator: "\n"))"
+        )
     }
 
-    @Test("systemd-analyze --user verify finds nothing to complain about in gate-user.service, which runs gate daemon as a notify service")
+    @Test(
+        "systemd-analyze --user verify finds nothing to complain about in gate-user.service, which runs gate daemon as a notify service"
+    )
     func verifyUserUnit() throws {
         let unit = try String(contentsOf: Deploy.file("systemd/gate-user.service"), encoding: .utf8)
         let lines = Set(unit.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
-        for required in [Deploy.execStart, "Type=notify", "NotifyAccess=main", "ExecReload=/bin/kill -HUP $MAINPID", "WantedBy=default.target", "LimitCORE=0"] {
+        for required in [
+            Deploy.execStart, "Type=notify", "NotifyAccess=main", "ExecReload=/bin/kill -HUP $MAINPID",
+            "WantedBy=default.target", "LimitCORE=0",
+        ] {
             #expect(lines.contains(required), "gate-user.service lacks \(required)")
         }
         // A user unit runs as its user: no User=, and nothing that needs privileges.
-        #expect(!lines.contains { $0.hasPrefix("User=") || $0.hasPrefix("SupplementaryGroups=") || $0.hasPrefix("DeviceAllow=") })
+        #expect(
+            !lines.contains {
+                $0.hasPrefix("User=") || $0.hasPrefix("SupplementaryGroups=") || $0.hasPrefix("DeviceAllow=")
+            }
+        )
 
         let (folder, copy) = try Deploy.verifiableCopy(of: unit, named: "gate-user.service")
         defer { try? FileManager.default.removeItem(at: folder) }
         // The user manager wants its runtime folder ("Failed to lookup RuntimeDirectory
         // path" without one): a private one of the test's own.
         let runtime = folder.appendingPathComponent("xdg-runtime")
-        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: runtime,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = runtime.path
-        let run = try Tool.run("systemd-analyze", ["--user", "verify", copy.path], package: "systemd", environment: environment)
+        let run = try Tool.run(
+            "systemd-analyze",
+            ["--user", "verify", copy.path],
+            package: "systemd",
+            environment: environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         let complaints = run.lines.filter { $0.contains("gate-user.service") || $0.contains(folder.path) }
-        #expect(complaints.isEmpty, "systemd-analyze --user verify warned about the unit:\n\(complaints.joined(separator: "\n"))")
+        #expect(
+            complaints.isEmpty,
+            "systemd-analyze --user verify warned about the unit:\n\(complaints.joined(separator: "\n"))"
+        )
     }
 
     @Test("systemd-analyze security --offline=true: overall exposure at most 2.0")
     func securityExposure() throws {
         let unit = try Deploy.file("systemd/gate.service")
-        let run = try Tool.run("systemd-analyze", ["security", "--offline=true", "--no-pager", unit.path], package: "systemd")
+        let run = try Tool.run(
+            "systemd-analyze",
+            ["security", "--offline=true", "--no-pager", unit.path],
+            package: "systemd"
+        )
         #expect(run.status == 0, "\(run.summary)")
         // "→ Overall exposure level for gate.service: 1.7 OK 🙂"
-        let line = try #require(run.lines.first { $0.contains("Overall exposure level for gate.service:") },
-                                "no overall exposure line:\n\(run.summary)")
-        let number = try #require(line.split(separator: ":").last?.split(separator: " ").first,
-                                  "cannot read the exposure from: \(line)")
+        let line = try #require(
+            run.lines.first { $0.contains("Overall exposure level for gate.service:") },
+            "no overall exposure line:\n\(run.summary)"
+        )
+        let number = try #require(
+            line.split(separator: ":").last?.split(separator: " ").first,
+            "cannot read the exposure from: \(line)"
+        )
         let exposure = try #require(Double(number), "not a number: \(number) in \(line)")
-        #expect(exposure <= Self.maximumExposure,
-                "exposure \(exposure) is above \(Self.maximumExposure):\n\(run.stdout)")
-        #expect(run.lines.filter { $0.contains("gate.service:") && !$0.contains("Overall exposure") }.isEmpty,
-                "warnings about the unit:\n\(run.stderr)")
+        #expect(
+            exposure <= Self.maximumExposure,
+            "exposure \(exposure) is above \(Self.maximumExposure):\n\(run.stdout)"
+        )
+        #expect(
+            run.lines.filter { $0.contains("gate.service:") && !$0.contains("Overall exposure") }.isEmpty,
+            "warnings about the unit:\n\(run.stderr)"
+        )
     }
 
     @Test("The unit keeps the contract: notify, watchdog, user, devices, credential, shared /run/gate")
@@ -83,11 +122,19 @@ struct DeployTests {
         // A stop must not kill an opening mid-cycle: the longest one with the defaults is
         // UDP 2 s + MQTT 5 s + the reset delay 3 s + the pipeline's overdue graces (0.5 s),
         // plus 15 s for a loaded Pi and the link's teardown.
-        let stop = lines.first { $0.hasPrefix("TimeoutStopSec=") }.map { $0.dropFirst("TimeoutStopSec=".count).replacingOccurrences(of: "s", with: "") }
-        #expect(stop.flatMap { Int($0) }.map { Double($0) >= 2 + 5 + 3 + 0.5 + 15 } == true, "TimeoutStopSec \(stop ?? "missing")")
+        let stop = lines.first { $0.hasPrefix("TimeoutStopSec=") }.map {
+            $0.dropFirst("TimeoutStopSec=".count).replacingOccurrences(of: "s", with: "")
+        }
+        #expect(
+            stop.flatMap { Int($0) }.map { Double($0) >= 2 + 5 + 3 + 0.5 + 15 } == true,
+            "TimeoutStopSec \(stop ?? "missing")"
+        )
         // systemd would delete a RuntimeDirectory= when the service stops, taking the lock and
         // status that desktop users share; tmpfiles.d makes /run/gate instead.
-        #expect(!lines.contains { $0.hasPrefix("RuntimeDirectory") }, "/run/gate comes from tmpfiles.d, not RuntimeDirectory=")
+        #expect(
+            !lines.contains { $0.hasPrefix("RuntimeDirectory") },
+            "/run/gate comes from tmpfiles.d, not RuntimeDirectory="
+        )
         // PrivateUsers= would map the supplementary group gpio to nobody.
         #expect(!lines.contains { $0.hasPrefix("PrivateUsers=yes") || $0.hasPrefix("PrivateDevices=yes") })
     }
@@ -97,10 +144,16 @@ struct DeployTests {
         try #require(getuid() == 0, "systemd-tmpfiles must run as root to give the folders to user and group gate")
         let root = try Deploy.temporaryFolder("root")
         defer { try? FileManager.default.removeItem(at: root) }
-        try FileManager.default.createDirectory(at: root.appendingPathComponent("etc"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: root.appendingPathComponent("etc"),
+            withIntermediateDirectories: true
+        )
 
-        let sysusers = try Tool.run("systemd-sysusers", ["--root=\(root.path)", Deploy.file("systemd/gate.sysusers").path],
-                                    package: "systemd")
+        let sysusers = try Tool.run(
+            "systemd-sysusers",
+            ["--root=\(root.path)", Deploy.file("systemd/gate.sysusers").path],
+            package: "systemd"
+        )
         try #require(sysusers.status == 0, "\(sysusers.summary)")
         let groups = try Deploy.table(root.appendingPathComponent("etc/group"))
         let users = try Deploy.table(root.appendingPathComponent("etc/passwd"))
@@ -112,19 +165,26 @@ struct DeployTests {
         #expect(gateUser[6] == "/usr/sbin/nologin", "no login shell: \(gateUser)")
         #expect(gateUser[5] == "/var/lib/gate")
         #expect(gpioGroup[3].split(separator: ",").contains("gate"), "gate must be in gpio: \(gpioGroup)")
-        let uid = try #require(UInt32(gateUser[2])), gid = try #require(UInt32(gateGroup[2]))
+        let uid = try #require(UInt32(gateUser[2]))
+        let gid = try #require(UInt32(gateGroup[2]))
         #expect(uid < 1000 && gid < 1000, "gate is a system user and group")
 
         // tmpfiles resolves gate in the temporary root's own etc/passwd and etc/group.
-        let tmpfiles = try Tool.run("systemd-tmpfiles", ["--root=\(root.path)", "--create", Deploy.file("systemd/gate.tmpfiles").path],
-                                    package: "systemd")
+        let tmpfiles = try Tool.run(
+            "systemd-tmpfiles",
+            ["--root=\(root.path)", "--create", Deploy.file("systemd/gate.tmpfiles").path],
+            package: "systemd"
+        )
         #expect(tmpfiles.status == 0, "\(tmpfiles.summary)")
         #expect(tmpfiles.stderr.isEmpty, "\(tmpfiles.summary)")
         for (path, owner) in [("run/gate", UInt32(0)), ("var/lib/gate", uid)] {
             var info = stat()
             try #require(stat(root.appendingPathComponent(path).path, &info) == 0, "\(path) was not created")
             #expect(info.st_mode & S_IFMT == S_IFDIR, "\(path) is a folder")
-            #expect(String(info.st_mode & 0o7777, radix: 8) == "2770", "\(path): mode 2770 (setgid, group rwx, others nothing)")
+            #expect(
+                String(info.st_mode & 0o7777, radix: 8) == "2770",
+                "\(path): mode 2770 (setgid, group rwx, others nothing)"
+            )
             #expect(info.st_gid == gid, "\(path) belongs to group gate")
             #expect(info.st_uid == owner, "\(path) owner \(info.st_uid), expected \(owner)")
         }
@@ -154,7 +214,12 @@ struct DeployTests {
         let gate = try GateRunner.binary()
         var environment = ProcessInfo.processInfo.environment
         environment["DESTDIR"] = destination.path
-        let install = try Tool.run("bash", [script.path, "--binary", gate.path], package: "bash", environment: environment)
+        let install = try Tool.run(
+            "bash",
+            [script.path, "--binary", gate.path],
+            package: "bash",
+            environment: environment
+        )
         #expect(install.status == 0, "\(install.summary)")
         for (path, mode) in [
             ("usr/bin/gate", "755"),
@@ -182,7 +247,9 @@ struct DeployTests {
         // --dry-run shows the whole plan and never enables the service.
         let dryRun = try Tool.run("bash", [script.path, "--dry-run", "--binary", gate.path], package: "bash")
         #expect(dryRun.status == 0, "\(dryRun.summary)")
-        for step in ["+ systemd-sysusers gate.conf", "+ systemd-tmpfiles --create gate.conf", "+ systemctl daemon-reload"] {
+        for step in [
+            "+ systemd-sysusers gate.conf", "+ systemd-tmpfiles --create gate.conf", "+ systemctl daemon-reload",
+        ] {
             #expect(dryRun.stdout.contains(step), "--dry-run lacks \(step)\n\(dryRun.summary)")
         }
         #expect(!dryRun.stdout.contains("+ systemctl enable"), "install.sh must not enable the service")
@@ -191,12 +258,15 @@ struct DeployTests {
     @Test("The packaging scripts are shellcheck-clean; the maintainer scripts are POSIX sh and never start the service")
     func packagingScripts() throws {
         let root = try Deploy.file("debian").deletingLastPathComponent().deletingLastPathComponent()
-        let scripts = ["scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
-                       "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
-                       "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon", "scripts/ha-test",
-                       "scripts/notify-test"]
-            .map { root.appendingPathComponent($0).path }
-            .filter { FileManager.default.fileExists(atPath: $0) }
+        let scripts = [
+            "scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
+            "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
+            "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon",
+            "scripts/ha-test",
+            "scripts/notify-test",
+        ]
+        .map { root.appendingPathComponent($0).path }
+        .filter { FileManager.default.fileExists(atPath: $0) }
         // Every shell script in scripts/ and scripts/bench/ is in the list (a new one is not
         // left out silently); panel-test is not shellcheck-clean yet (SC2317/SC2016 notes).
         for folder in ["scripts", "scripts/bench"] {
@@ -204,7 +274,8 @@ struct DeployTests {
             for name in names where name != "panel-test" {
                 let path = root.appendingPathComponent(folder).appendingPathComponent(name).path
                 guard let head = FileManager.default.contents(atPath: path)?.prefix(32),
-                      String(decoding: head, as: UTF8.self).hasPrefix("#!/usr/bin/env bash") else { continue }
+                    String(decoding: head, as: UTF8.self).hasPrefix("#!/usr/bin/env bash")
+                else { continue }
                 #expect(scripts.contains(path), "\(folder)/\(name) is not shellchecked by this test")
             }
         }
@@ -215,9 +286,13 @@ struct DeployTests {
         #expect(sh.status == 0, "\(sh.summary)")
         let postinst = try String(contentsOfFile: maintainer[0], encoding: .utf8)
         // Commands, not the printed hint that tells the user to enable it after configuring.
-        for line in postinst.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) where line.hasPrefix("systemctl") {
+        for line in postinst.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) })
+        where line.hasPrefix("systemctl") {
             let words = line.split(separator: " ")
-            #expect(!words.contains("enable") && !words.contains("start"), "postinst must not start the service: \(line)")
+            #expect(
+                !words.contains("enable") && !words.contains("start"),
+                "postinst must not start the service: \(line)"
+            )
         }
     }
 }
@@ -226,7 +301,8 @@ struct DeployTests {
 enum Deploy {
     static func file(_ relative: String, source: String = #filePath) throws -> URL {
         // Tests/GateIntegrationTests/DeployTests.swift -> repository root
-        let root = URL(fileURLWithPath: source).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: source).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let url = root.appendingPathComponent("deploy").appendingPathComponent(relative)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw GateRunner.Failure("deploy/\(relative) is missing (looked at \(url.path))")
@@ -249,7 +325,9 @@ enum Deploy {
     }
 
     static func temporaryFolder(_ label: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("gate-deploy-\(label)-\(UUID().uuidString)")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-deploy-\(label)-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
@@ -278,19 +356,28 @@ enum Tool {
 
     static func locate(_ name: String, package: String) throws -> URL {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let folders = path.split(separator: ":").map(String.init) + ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+        let folders =
+            path.split(separator: ":").map(String.init) + ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
         for folder in folders where !folder.isEmpty {
             let candidate = URL(fileURLWithPath: folder).appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
-        throw GateRunner.Failure("\(name) is not installed (not in PATH \(path)); install the Debian package \(package): apt-get install \(package)")
+        throw GateRunner.Failure(
+            "\(name) is not installed (not in PATH \(path)); install the Debian package \(package): apt-get install \(package)"
+        )
     }
 
-    static func run(_ name: String, _ arguments: [String], package: String,
-                    environment: [String: String]? = nil, timeout: TimeInterval = 60) throws -> Run {
+    static func run(
+        _ name: String,
+        _ arguments: [String],
+        package: String,
+        environment: [String: String]? = nil,
+        timeout: TimeInterval = 60
+    ) throws -> Run {
         let folder = try Deploy.temporaryFolder("tool")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let out = folder.appendingPathComponent("stdout"), err = folder.appendingPathComponent("stderr")
+        let out = folder.appendingPathComponent("stdout")
+        let err = folder.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
 

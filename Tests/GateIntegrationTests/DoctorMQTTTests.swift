@@ -1,11 +1,17 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 private let triggerTopic = "iot/house/gate/esp32/trigger"
 
 /// `[udp]` on a quiet loopback socket and `[mqtt]` at `port` (a broker's, by default).
-private func doctorConfig(udpPort: UInt16, mqttPort: UInt16, username: String? = nil, caFile: String? = nil, timeout: Double? = nil) throws -> TestConfig {
+private func doctorConfig(
+    udpPort: UInt16,
+    mqttPort: UInt16,
+    username: String? = nil,
+    caFile: String? = nil,
+    timeout: Double? = nil
+) throws -> TestConfig {
     var text = "[udp]\nhost = \"127.0.0.1\"\nport = \(udpPort)\n[mqtt]\nhost = \"127.0.0.1\"\nport = \(mqttPort)\n"
     if let caFile { text += "tls = true\nca_file = \"\(caFile)\"\n" }
     if let username { text += "username = \"\(username)\"\n" }
@@ -35,7 +41,12 @@ struct DoctorMQTTTests {
         let broker = try MosquittoBroker(.tlsAndPassword(users: ["gate": "gate-pw-Doc7"]))
         let recorder = try MQTTRecorder(broker)
         let esp32 = try DoctorQuietESP32()
-        let config = try doctorConfig(udpPort: esp32.port, mqttPort: broker.port, username: "gate", caFile: broker.caFile)
+        let config = try doctorConfig(
+            udpPort: esp32.port,
+            mqttPort: broker.port,
+            username: "gate",
+            caFile: broker.caFile
+        )
         let environment = GateRunner.isolatedEnvironment(try credentials("gate-pw-Doc7"))
         let doctor = try DoctorOutcome.run(config: config.path, environment: environment)
         #expect(doctor.run.status == 0, "\(doctor.run.summary)\n--- broker log\n\(broker.logText)")
@@ -43,10 +54,13 @@ struct DoctorMQTTTests {
         for finding in doctor.findings {
             #expect(Set(finding.keys) == ["check", "status", "detail", "fix"], "\(finding)")
         }
-        #expect(doctor.statuses == [
-            "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok",
-            "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
-        ], "\(doctor.run.summary)")
+        #expect(
+            doctor.statuses == [
+                "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok",
+                "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
+            ],
+            "\(doctor.run.summary)"
+        )
         #expect(doctor["mqtt-password"].detail.contains("systemd credentials"))
         #expect(doctor["mqtt-connect"].detail.contains("TLS handshake verified against \(broker.caFile!)"))
         #expect(doctor["gpio"].detail.contains("[button]"))
@@ -55,7 +69,10 @@ struct DoctorMQTTTests {
         #expect(esp32.received() == 0, "the doctor sent something to the ESP32")
         // It logged in and said goodbye: a clean DISCONNECT, not a dropped socket.
         #expect(broker.logText.contains("u'gate'"), "\(broker.logText)")
-        #expect(broker.logText.range(of: #"Client gate-[0-9a-f]{8} disconnected\."#, options: .regularExpression) != nil, "\(broker.logText)")
+        #expect(
+            broker.logText.range(of: #"Client gate-[0-9a-f]{8} disconnected\."#, options: .regularExpression) != nil,
+            "\(broker.logText)"
+        )
     }
 
     @Test("Broker down: mqtt-tcp FAIL naming host:port with a hint, mqtt-connect skipped, exit 69")
@@ -68,7 +85,10 @@ struct DoctorMQTTTests {
         #expect(doctor.run.status == 69, "\(doctor.run.summary)")
         let tcp = doctor["mqtt-tcp"]
         #expect(tcp.status == "fail")
-        #expect(tcp.detail.contains("127.0.0.1:\(broker.port)") && tcp.detail.contains("Connection refused"), "\(tcp.detail)")
+        #expect(
+            tcp.detail.contains("127.0.0.1:\(broker.port)") && tcp.detail.contains("Connection refused"),
+            "\(tcp.detail)"
+        )
         #expect(tcp.fix?.contains("mqtt.host / mqtt.port") == true)
         #expect(doctor["mqtt-connect"].status == "skip")
         #expect(doctor["mqtt-password"].status == "skip", "no username: nothing to look up")
@@ -105,7 +125,10 @@ struct DoctorMQTTTests {
         #expect(doctor["mqtt-tcp"].status == "ok")
         let connect = doctor["mqtt-connect"]
         #expect(connect.status == "fail")
-        #expect(connect.detail.contains("TLS handshake") && connect.detail.contains("certificate verify failed"), "\(connect.detail)")
+        #expect(
+            connect.detail.contains("TLS handshake") && connect.detail.contains("certificate verify failed"),
+            "\(connect.detail)"
+        )
         #expect(connect.fix?.contains(otherCA) == true)
         #expect(triggers(recorder).isEmpty)
     }
@@ -126,7 +149,10 @@ struct DoctorMQTTTests {
         #expect(!broker.logText.contains("u'gate'"), "the doctor tried a login without a password")
     }
 
-    @Test("A port that accepts TCP but never answers: mqtt-connect FAIL within the mqtt.timeout budget", arguments: [false, true])
+    @Test(
+        "A port that accepts TCP but never answers: mqtt-connect FAIL within the mqtt.timeout budget",
+        arguments: [false, true]
+    )
     func silentBroker(tls: Bool) throws {
         let silent = try SilentTCPListener()
         let esp32 = try DoctorQuietESP32()

@@ -1,12 +1,15 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Every check `gate doctor` prints, in order.
-let doctorChecks = ["config", "runtime", "state", "daemon", "udp", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio", "homeassistant"]
+let doctorChecks = [
+    "config", "runtime", "state", "daemon", "udp", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio", "homeassistant",
+]
 
 /// `gate doctor --json`, run and parsed; findings keyed by check.
 struct DoctorOutcome {
@@ -17,24 +20,32 @@ struct DoctorOutcome {
         self.run = run
         let text = run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.contains("\n"),
-              let array = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else {
+            let array = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
+        else {
             throw GateRunner.Failure("doctor --json did not print one JSON array:\n\(run.summary)")
         }
         findings = array
     }
 
-    static func run(config: String?, environment: [String: String] = GateRunner.isolatedEnvironment()) throws -> DoctorOutcome {
+    static func run(
+        config: String?,
+        environment: [String: String] = GateRunner.isolatedEnvironment()
+    ) throws -> DoctorOutcome {
         let arguments = ["doctor", "--json"] + (config.map { ["--config", $0] } ?? [])
         return try DoctorOutcome(GateRunner.run(arguments, environment: environment, timeout: .seconds(60)))
     }
 
     subscript(check: String) -> (status: String, detail: String, fix: String?) {
         let finding = findings.first { $0["check"] as? String == check } ?? [:]
-        return (finding["status"] as? String ?? "missing", finding["detail"] as? String ?? "", finding["fix"] as? String)
+        return (
+            finding["status"] as? String ?? "missing", finding["detail"] as? String ?? "", finding["fix"] as? String
+        )
     }
 
     var statuses: [String: String] {
-        Dictionary(uniqueKeysWithValues: findings.map { ($0["check"] as? String ?? "?", $0["status"] as? String ?? "?") })
+        Dictionary(
+            uniqueKeysWithValues: findings.map { ($0["check"] as? String ?? "?", $0["status"] as? String ?? "?") }
+        )
     }
 }
 
@@ -65,9 +76,12 @@ func doctorOffLinkAddress() -> String? {
     while let entry = cursor {
         cursor = entry.pointee.ifa_next
         guard let address = entry.pointee.ifa_addr, let mask = entry.pointee.ifa_netmask,
-              Int32(address.pointee.sa_family) == AF_INET else { continue }
+            Int32(address.pointee.sa_family) == AF_INET
+        else { continue }
         let value = { (pointer: UnsafeMutablePointer<sockaddr>) in
-            pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
+            pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt32(bigEndian: $0.pointee.sin_addr.s_addr)
+            }
         }
         subnets.append((value(address), value(mask)))
     }
@@ -82,7 +96,10 @@ func doctorOffLinkAddress() -> String? {
 struct DoctorTests {
     @Test("No configuration anywhere: config FAIL with how to make one, exit 78, the rest skipped")
     func noConfig() throws {
-        try #require(!FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"), "this machine has /etc/gate/gate.toml")
+        try #require(
+            !FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"),
+            "this machine has /etc/gate/gate.toml"
+        )
         let doctor = try DoctorOutcome.run(config: nil)
         #expect(doctor.run.status == 78, "\(doctor.run.summary)")
         #expect(doctor["config"].status == "fail")
@@ -100,7 +117,10 @@ struct DoctorTests {
         let finding = doctor["config"]
         #expect(finding.status == "fail")
         #expect(finding.detail.contains("udp.port") && finding.detail.contains("mqtt.hots"), "\(finding.detail)")
-        #expect(finding.fix?.contains("udp.port") == true && finding.fix?.contains(config.path) == true, "\(finding.fix ?? "")")
+        #expect(
+            finding.fix?.contains("udp.port") == true && finding.fix?.contains(config.path) == true,
+            "\(finding.fix ?? "")"
+        )
     }
 
     @Test("ESP32 on loopback, no MQTT, no button: exit 0, and not one datagram reached the ESP32")
@@ -122,13 +142,17 @@ struct DoctorTests {
         let doctor = try DoctorOutcome.run(config: config.path)
         #expect(doctor.run.status == 69, "\(doctor.run.summary)")
         #expect(doctor["udp"].status == "fail")
-        #expect(doctor["udp"].detail.contains("\(host) is not on a directly connected network"), "\(doctor["udp"].detail)")
+        #expect(
+            doctor["udp"].detail.contains("\(host) is not on a directly connected network"),
+            "\(doctor["udp"].detail)"
+        )
         #expect(doctor["udp"].fix?.contains("udp.host in \(config.path)") == true)
     }
 
     @Test("[button] on a machine without GPIO chips: gpio FAIL naming the chip, exit 69")
     func gpioMissing() throws {
-        let chips = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") } ?? []
+        let chips =
+            (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") } ?? []
         try #require(chips.isEmpty, "this machine has GPIO chips: \(chips)")
         let config = try TestConfig("[udp]\nhost = \"127.0.0.1\"\n[button]\nchip = \"gpiochip0\"\nline = 17\n")
         let doctor = try DoctorOutcome.run(config: config.path)
@@ -146,7 +170,10 @@ struct DoctorTests {
         #expect(run.status == 69, "\(run.summary)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
         for check in doctorChecks {
-            #expect(lines.contains { $0.range(of: #"^(ok  |FAIL|skip)  \#(check) "#, options: .regularExpression) != nil }, "\(check):\n\(run.stdout)")
+            #expect(
+                lines.contains { $0.range(of: #"^(ok  |FAIL|skip)  \#(check) "#, options: .regularExpression) != nil },
+                "\(check):\n\(run.stdout)"
+            )
         }
         let failure = try #require(lines.firstIndex { $0.hasPrefix("FAIL  udp ") })
         #expect(lines[failure + 1].trimmingCharacters(in: .whitespaces).hasPrefix("fix: "))
@@ -168,43 +195,75 @@ struct DoctorTests {
         #expect(doctor["state"].status == "ok", "\(doctor.run.summary)")
     }
 
-    @Test("Runtime folder not writable for the account (as nobody): runtime FAIL, exit 69",
-          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-                   "needs root to drop to nobody with setpriv: as root, access(2) says every folder is writable"))
+    @Test(
+        "Runtime folder not writable for the account (as nobody): runtime FAIL, exit 69",
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root to drop to nobody with setpriv: as root, access(2) says every folder is writable"
+        )
+    )
     func runtimeNotWritable() throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-doctor-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let readOnly = scratch.appendingPathComponent("run")
-        try FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o555])
+        try FileManager.default.createDirectory(
+            at: readOnly,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o555]
+        )
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.path)
         let config = try TestConfig.udp(host: "127.0.0.1", port: 8080)
         // A state folder nobody can make (its nearest existing parent is /tmp): only the runtime check fails.
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gate-doctor-state-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-doctor-state-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: state) }
         let doctor = try Self.asNobody(config: config.path, runtime: readOnly.path, state: state)
         #expect(doctor.run.status == 69, "\(doctor.run.summary)")
         #expect(doctor["runtime"].status == "fail")
-        #expect(doctor["runtime"].detail.contains("\(readOnly.path) is not writable for nobody"), "\(doctor["runtime"].detail)")
+        #expect(
+            doctor["runtime"].detail.contains("\(readOnly.path) is not writable for nobody"),
+            "\(doctor["runtime"].detail)"
+        )
         #expect(doctor["runtime"].fix?.contains("$GATE_RUNTIME_DIR") == true)
-        #expect(doctor["config"].status == "ok" && doctor["udp"].status == "ok" && doctor["state"].status == "ok", "\(doctor.run.summary)")
+        #expect(
+            doctor["config"].status == "ok" && doctor["udp"].status == "ok" && doctor["state"].status == "ok",
+            "\(doctor.run.summary)"
+        )
 
         // A writable folder whose lock file this account cannot open.
         let shared = scratch.appendingPathComponent("shared")
-        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
-        _ = FileManager.default.createFile(atPath: shared.appendingPathComponent("lock").path, contents: nil, attributes: [.posixPermissions: 0o600])
+        try FileManager.default.createDirectory(
+            at: shared,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o777]
+        )
+        _ = FileManager.default.createFile(
+            atPath: shared.appendingPathComponent("lock").path,
+            contents: nil,
+            attributes: [.posixPermissions: 0o600]
+        )
         let locked = try Self.asNobody(config: config.path, runtime: shared.path, state: state)
         #expect(locked.run.status == 69, "\(locked.run.summary)")
-        #expect(locked["runtime"].detail.contains("the lock \(shared.path)/lock cannot be opened"), "\(locked["runtime"].detail)")
+        #expect(
+            locked["runtime"].detail.contains("the lock \(shared.path)/lock cannot be opened"),
+            "\(locked["runtime"].detail)"
+        )
     }
 
     /// `gate doctor --json` as uid/gid 65534 with no supplementary groups, in a clean environment.
     private static func asNobody(config: String, runtime: String, state: String) throws -> DoctorOutcome {
         let gate = try GateRunner.binary().path
-        let run = try MosquittoBroker.runTool("/usr/bin/env", [
-            "-i", "HOME=/nonexistent", "PATH=/usr/bin:/bin", "GATE_RUNTIME_DIR=\(runtime)", "GATE_STATE_DIR=\(state)",
-            "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-            gate, "doctor", "--json", "--config", config,
-        ], timeout: .seconds(60))
+        let run = try MosquittoBroker.runTool(
+            "/usr/bin/env",
+            [
+                "-i", "HOME=/nonexistent", "PATH=/usr/bin:/bin", "GATE_RUNTIME_DIR=\(runtime)",
+                "GATE_STATE_DIR=\(state)",
+                "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                gate, "doctor", "--json", "--config", config,
+            ],
+            timeout: .seconds(60)
+        )
         return try DoctorOutcome(GateRun(status: run.status, stdout: run.stdout, stderr: run.stderr, wall: .zero))
     }
 }

@@ -1,6 +1,7 @@
-import Testing
-@testable import gate
 import GateTestSupport
+import Testing
+
+@testable import gate
 
 /// The fast reading of `gate open` (OpenRequest+FastPath) must mean exactly what
 /// ArgumentParser's reading means, for every form it accepts, and must leave

@@ -1,19 +1,25 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// Configuration errors stop everything before a trigger is sent.
 @Suite("Configuration from the command line", .serialized)
 struct GateConfigTests {
-    @Test("Invalid configurations exit 78, name the key, and send nothing", arguments: [
-        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\ntimeuot = 2.0\n", "udp.timeuot"),
-        ("[udp]\nhost = \"127.0.0.1\"\nport = 70000\n", "udp.port"),
-        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\ntimeout = 0\n", "udp.timeout"),
-        ("[udp]\nhost = \"not a host\"\nport = PORT\n", "udp.host"),
-        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\n[mqtt]\nhost = \"localhost\"\npassword = \"hunter2\"\n", "mqtt.password"),
-        ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\n[runtime]\ncooldown = -1\n", "runtime.cooldown"),
-        ("[udp]\nhost = \"127.0.0.1\"\nport = \"PORT\"\n", "udp.port"),
-    ])
+    @Test(
+        "Invalid configurations exit 78, name the key, and send nothing",
+        arguments: [
+            ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\ntimeuot = 2.0\n", "udp.timeuot"),
+            ("[udp]\nhost = \"127.0.0.1\"\nport = 70000\n", "udp.port"),
+            ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\ntimeout = 0\n", "udp.timeout"),
+            ("[udp]\nhost = \"not a host\"\nport = PORT\n", "udp.host"),
+            (
+                "[udp]\nhost = \"127.0.0.1\"\nport = PORT\n[mqtt]\nhost = \"localhost\"\npassword = \"hunter2\"\n",
+                "mqtt.password"
+            ),
+            ("[udp]\nhost = \"127.0.0.1\"\nport = PORT\n[runtime]\ncooldown = -1\n", "runtime.cooldown"),
+            ("[udp]\nhost = \"127.0.0.1\"\nport = \"PORT\"\n", "udp.port"),
+        ]
+    )
     func invalid(text: String, key: String) throws {
         let sim = try Simulator()
         let config = try TestConfig(text.replacingOccurrences(of: "PORT", with: String(sim.udpPort)))
@@ -52,12 +58,19 @@ struct GateConfigTests {
     func noConfiguration() throws {
         let run = try GateRunner.run(["open"])
         #expect(run.status == 78, "\(run.summary)")
-        #expect(run.stderr.contains("/etc/gate/gate.toml") || !FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"))
-        #expect(run.stderr.contains("no configuration file found") || FileManager.default.fileExists(atPath: "/etc/gate/gate.toml"))
+        #expect(
+            run.stderr.contains("/etc/gate/gate.toml") || !FileManager.default.fileExists(atPath: "/etc/gate/gate.toml")
+        )
+        #expect(
+            run.stderr.contains("no configuration file found")
+                || FileManager.default.fileExists(atPath: "/etc/gate/gate.toml")
+        )
     }
 
-    @Test("No configuration anywhere: each config command says so once, with one gate: prefix",
-          arguments: [["config", "path"], ["config", "check"], ["config", "show"], ["open"]])
+    @Test(
+        "No configuration anywhere: each config command says so once, with one gate: prefix",
+        arguments: [["config", "path"], ["config", "check"], ["config", "show"], ["open"]]
+    )
     func noConfigurationMessage(arguments: [String]) throws {
         guard !FileManager.default.fileExists(atPath: "/etc/gate/gate.toml") else { return }  // a real install here
         let run = try GateRunner.run(arguments)
@@ -70,7 +83,10 @@ struct GateConfigTests {
     @Test("An environment value is taken byte for byte, a leading combining mark included")
     func environmentValueBytes() throws {
         let path = "\u{301}no-such-gate.toml"  // relative, so it begins with the mark
-        let run = try GateRunner.run(["config", "path"], environment: GateRunner.isolatedEnvironment(["GATE_CONFIG": path]))
+        let run = try GateRunner.run(
+            ["config", "path"],
+            environment: GateRunner.isolatedEnvironment(["GATE_CONFIG": path])
+        )
         #expect(run.status == 78, "\(run.summary)")
         // Bytes, not Characters: on screen the mark joins whatever precedes it.
         #expect(Array(run.stdout.utf8) == Array((path + "\n").utf8), "\(run.summary)")
@@ -90,21 +106,34 @@ struct GateConfigTests {
         let environment = try TestConfig("[udp]\nhost = \"127.0.0.2\"\n")
         let xdg = try TestConfig("[udp]\nhost = \"127.0.0.3\"\n")
         let xdgHome = xdg.directory.appendingPathComponent("xdg")
-        try FileManager.default.createDirectory(at: xdgHome.appendingPathComponent("gate"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: xdg.path, toPath: xdgHome.appendingPathComponent("gate/gate.toml").path)
+        try FileManager.default.createDirectory(
+            at: xdgHome.appendingPathComponent("gate"),
+            withIntermediateDirectories: true
+        )
+        try FileManager.default.copyItem(
+            atPath: xdg.path,
+            toPath: xdgHome.appendingPathComponent("gate/gate.toml").path
+        )
 
         let all = GateRunner.isolatedEnvironment(["GATE_CONFIG": environment.path, "XDG_CONFIG_HOME": xdgHome.path])
-        #expect(try GateRunner.run(["config", "path", "--config", option.path], environment: all).stdout == option.path + "\n")
+        #expect(
+            try GateRunner.run(["config", "path", "--config", option.path], environment: all).stdout == option.path
+                + "\n"
+        )
         #expect(try GateRunner.run(["config", "path"], environment: all).stdout == environment.path + "\n")
         let xdgOnly = GateRunner.isolatedEnvironment(["XDG_CONFIG_HOME": xdgHome.path])
-        #expect(try GateRunner.run(["config", "path"], environment: xdgOnly).stdout == xdgHome.path + "/gate/gate.toml\n")
+        #expect(
+            try GateRunner.run(["config", "path"], environment: xdgOnly).stdout == xdgHome.path + "/gate/gate.toml\n"
+        )
         let shown = try GateRunner.run(["config", "show"], environment: xdgOnly)
         #expect(shown.stdout.contains("127.0.0.3"))
     }
 
     @Test("config show prints every default and re-parses; config check explains")
     func showAndCheck() throws {
-        let config = try TestConfig("[udp]\nhost = \"192.168.1.50\"\n[mqtt]\nhost = \"broker.example.de\"\ntls = true\nusername = \"gate\"\n")
+        let config = try TestConfig(
+            "[udp]\nhost = \"192.168.1.50\"\n[mqtt]\nhost = \"broker.example.de\"\ntls = true\nusername = \"gate\"\n"
+        )
         let shown = try GateRunner.run(["config", "show", "--config", config.path])
         #expect(shown.status == 0, "\(shown.summary)")
         #expect(shown.stdout.contains("port = 8080"))
@@ -117,9 +146,12 @@ struct GateConfigTests {
         #expect(recheck.stdout.contains("broker.example.de"))
     }
 
-    @Test("A bad command line is a usage error (64)", arguments: [
-        ["open", "--via", "carrier-pigeon"], ["open", "--source", "has space"], ["open", "--bogus"],
-    ])
+    @Test(
+        "A bad command line is a usage error (64)",
+        arguments: [
+            ["open", "--via", "carrier-pigeon"], ["open", "--source", "has space"], ["open", "--bogus"],
+        ]
+    )
     func usage(arguments: [String]) throws {
         let run = try GateRunner.run(arguments)
         #expect(run.status == 64, "\(run.summary)")

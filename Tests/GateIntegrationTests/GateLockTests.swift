@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// One environment (so one runtime folder: one lock, one status, one history)
 /// shared by every `gate` a test starts.
@@ -10,13 +10,18 @@ private func sharedEnvironment() -> [String: String] {
 
 private func statusState(_ environment: [String: String]) -> String? {
     guard let folder = environment["GATE_RUNTIME_DIR"],
-          let data = FileManager.default.contents(atPath: folder + "/status.json"),
-          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        let data = FileManager.default.contents(atPath: folder + "/status.json"),
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    else { return nil }
     return object["state"] as? String
 }
 
 /// Waits (bounded) until the status file shows `state`.
-private func waitForState(_ state: String, _ environment: [String: String], within timeout: Duration = .seconds(10)) -> Bool {
+private func waitForState(
+    _ state: String,
+    _ environment: [String: String],
+    within timeout: Duration = .seconds(10)
+) -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if statusState(environment) == state { return true }
@@ -36,7 +41,10 @@ struct GateLockTests {
         #expect(waitForState("waiting_for_relay_close", environment), "the long opening never reached the relay")
 
         let racers = try (0..<20).map { _ in
-            try GateRunner.start(["open", "--config", config.path, "--json", "--source", "racer"], environment: environment)
+            try GateRunner.start(
+                ["open", "--config", config.path, "--json", "--source", "racer"],
+                environment: environment
+            )
         }
         let results = try racers.map { try $0.finish(timeout: .seconds(20)) }
         #expect(long.process.isRunning, "every refusal must come while the long opening still holds the lock")
@@ -87,7 +95,10 @@ struct GateLockTests {
         let config = try TestConfig.udp(host: "127.0.0.1", port: sim.udpPort, extra: "[runtime]\ncooldown = 0")
         let environment = sharedEnvironment()
         for source in ["cli", "widget", "button"] {
-            let run = try GateRunner.run(["open", "--config", config.path, "--source", source], environment: environment)
+            let run = try GateRunner.run(
+                ["open", "--config", config.path, "--source", source],
+                environment: environment
+            )
             #expect(run.status == 0, "\(run.summary)")
         }
         let listed = try GateRunner.run(["history", "--json"], environment: environment)
@@ -141,7 +152,9 @@ struct GateLockTests {
         try process.run()
         process.waitUntilExit()
         let history = try GateRunner.run(["history", "--json"], environment: environment)
-        let entries = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]])
+        let entries = try #require(
+            try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]]
+        )
         #expect(entries.count == 1, "the opening must be recorded: \(history.summary)")
         #expect(entries.first?["outcome"] as? String == "success")
         #expect(statusState(environment) == "ready")

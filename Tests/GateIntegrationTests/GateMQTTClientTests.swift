@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// gate open's one MQTT client (libmosquitto) over plain TCP: a password file, and
 /// what it says about servers that are not the broker it expects.
@@ -14,7 +14,11 @@ struct GateMQTTClientTests {
         return try TestConfig(text)
     }
 
-    private func simulator(_ broker: MosquittoBroker, username: String? = nil, password: String? = nil) throws -> Simulator {
+    private func simulator(
+        _ broker: MosquittoBroker,
+        username: String? = nil,
+        password: String? = nil
+    ) throws -> Simulator {
         var arguments = ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)]
         if let caFile = broker.caFile { arguments += ["--mqtt-tls-ca", caFile] }
         if let username { arguments += ["--mqtt-username", username] }
@@ -22,9 +26,15 @@ struct GateMQTTClientTests {
     }
 
     private func environment(password: String) throws -> [String: String] {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gate-credentials-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-credentials-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try (password + "\n").write(to: folder.appendingPathComponent("mqtt-password"), atomically: true, encoding: .utf8)
+        try (password + "\n").write(
+            to: folder.appendingPathComponent("mqtt-password"),
+            atomically: true,
+            encoding: .utf8
+        )
         return GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": folder.path])
     }
 
@@ -33,20 +43,29 @@ struct GateMQTTClientTests {
         return attempts.first?["reason"] as? String ?? ""
     }
 
-    @Test("Plain TCP with a password file: the right password opens, a wrong one is 69 in the broker's words", arguments: [true, false])
+    @Test(
+        "Plain TCP with a password file: the right password opens, a wrong one is 69 in the broker's words",
+        arguments: [true, false]
+    )
     func plainPassword(right: Bool) throws {
         let broker = try MosquittoBroker(.password(users: ["gate": "gate-pw-Lk3", "esp32": "esp32-pw-Vb8"]))
         let sim = try simulator(broker, username: "esp32", password: "esp32-pw-Vb8")
         let config = try config(broker: broker, udpPort: sim.udpPort, username: "gate")
         let password = right ? "gate-pw-Lk3" : "wrong-pw-Qz1"
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: try environment(password: password))
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: try environment(password: password)
+        )
         #expect(!run.stdout.contains(password) && !run.stderr.contains(password))
         if right {
             #expect(run.status == 0, "\(run.summary)")
             #expect(try sim.activations().map(\.via) == ["mqtt"])
         } else {
             #expect(run.status == 69, "\(run.summary)")
-            #expect(try reason(run) == "MQTT broker at 127.0.0.1:\(broker.port) refused the connection: Connection Refused: not authorised.")
+            #expect(
+                try reason(run)
+                    == "MQTT broker at 127.0.0.1:\(broker.port) refused the connection: Connection Refused: not authorised."
+            )
             #expect(try sim.activations().isEmpty)
         }
     }

@@ -1,12 +1,17 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 private let triggerTopic = "iot/house/gate/esp32/trigger"
 private let statusTopic = "iot/house/gate/esp32/status"
 
 /// A gate configuration for a simulator behind a broker.
-private func mqttConfig(udpPort: UInt16?, broker: MosquittoBroker, username: String? = nil, caFile: String? = nil) throws -> TestConfig {
+private func mqttConfig(
+    udpPort: UInt16?,
+    broker: MosquittoBroker,
+    username: String? = nil,
+    caFile: String? = nil
+) throws -> TestConfig {
     var text = ""
     if let udpPort {
         text += "[udp]\nhost = \"127.0.0.1\"\nport = \(udpPort)\n"
@@ -89,7 +94,10 @@ struct GateMQTTTests {
     }
 
     /// Over TLS too: the one-shot exchange is the same, its client is libmosquitto there.
-    @Test("A retained stale 1 with a silent device: no_answer after the published trigger (124), never a success", arguments: [false, true])
+    @Test(
+        "A retained stale 1 with a silent device: no_answer after the published trigger (124), never a success",
+        arguments: [false, true]
+    )
     func retainedStaleStatus(tls: Bool) throws {
         let broker = try MosquittoBroker(tls ? .tls : .plain)
         let sim = try Simulator(simMQTT(broker) + ["--fault", "mqtt:silent"])
@@ -102,7 +110,10 @@ struct GateMQTTTests {
         #expect(try attempts(run).first?["trigger_sent"] as? Bool == true)
     }
 
-    @Test("The ESP32 answers 1 the instant the trigger arrives: 20 openings in a row succeed", arguments: [false, true])
+    @Test(
+        "The ESP32 answers 1 the instant the trigger arrives: 20 openings in a row succeed",
+        arguments: [false, true]
+    )
     func subscribeBeforePublish(tls: Bool) throws {
         let broker = try MosquittoBroker(tls ? .tls : .plain)
         let sim = try Simulator(simMQTT(broker) + ["--hold-ms", "20"])
@@ -117,10 +128,18 @@ struct GateMQTTTests {
     @Test("TLS with a CA made for the test, and a password from systemd credentials")
     func tlsAndPassword() throws {
         let broker = try MosquittoBroker(.tlsAndPassword(users: ["gate": "gate-pw-Tq9", "esp32": "esp32-pw-Zr4"]))
-        let sim = try Simulator(simMQTT(broker, username: "esp32"), environment: ["ESP32_SIM_MQTT_PASSWORD": "esp32-pw-Zr4"])
+        let sim = try Simulator(
+            simMQTT(broker, username: "esp32"),
+            environment: ["ESP32_SIM_MQTT_PASSWORD": "esp32-pw-Zr4"]
+        )
         let config = try mqttConfig(udpPort: sim.udpPort, broker: broker, username: "gate", caFile: broker.caFile)
-        let environment = GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": try credentialsDirectory(password: "gate-pw-Tq9")])
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let environment = GateRunner.isolatedEnvironment([
+            "CREDENTIALS_DIRECTORY": try credentialsDirectory(password: "gate-pw-Tq9")
+        ])
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         #expect(!run.stdout.contains("gate-pw-Tq9") && !run.stderr.contains("gate-pw-Tq9"))
     }
@@ -129,8 +148,13 @@ struct GateMQTTTests {
     func wrongPassword() throws {
         let broker = try MosquittoBroker(.tlsAndPassword(users: ["gate": "right-pw", "esp32": "esp32-pw"]))
         let config = try mqttConfig(udpPort: nil, broker: broker, username: "gate", caFile: broker.caFile)
-        let environment = GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": try credentialsDirectory(password: "wrong-pw")])
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let environment = GateRunner.isolatedEnvironment([
+            "CREDENTIALS_DIRECTORY": try credentialsDirectory(password: "wrong-pw")
+        ])
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(run.status == 69, "\(run.summary)")
         let reason = try attempts(run).first?["reason"] as? String ?? ""
         #expect(reason.lowercased().contains("not authori"), "\(reason)")
@@ -152,7 +176,9 @@ struct GateMQTTTests {
     func tlsToPlaintext() throws {
         let broker = try MosquittoBroker(.plain)
         let tlsBroker = try MosquittoBroker(.tls)
-        let config = try TestConfig("[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\ntls = true\nca_file = \"\(tlsBroker.caFile!)\"\n")
+        let config = try TestConfig(
+            "[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\ntls = true\nca_file = \"\(tlsBroker.caFile!)\"\n"
+        )
         let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
         #expect(run.status == 69, "\(run.summary)")
         let attempt = try #require(try attempts(run).first)
@@ -189,7 +215,10 @@ struct GateMQTTTests {
         var text = "[mqtt]\nhost = \"127.0.0.1\"\nport = \(silent.port)\ntimeout = 1.0\n"
         if let caFile { text += "tls = true\nca_file = \"\(caFile)\"\n" }
         let config = try TestConfig(text)
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], timeout: .seconds(20))
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            timeout: .seconds(20)
+        )
         #expect(run.status == 69, "\(run.summary)")
         let json = try run.json()
         #expect((json["duration_ms"] as? Int ?? 0) >= 1000)
@@ -234,7 +263,8 @@ struct GateMQTTTests {
         let sim = try Simulator(simMQTT(broker) + ["--hold-ms", refusal == "lock" ? "1500" : "50"])
         let config = try TestConfig(
             "[udp]\nhost = \"127.0.0.1\"\nport = \(sim.udpPort)\n[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\n"
-                + "[runtime]\ncooldown = \(refusal == "lock" ? 0 : 30)\n")
+                + "[runtime]\ncooldown = \(refusal == "lock" ? 0 : 30)\n"
+        )
         let environment = GateRunner.isolatedEnvironment()
         let first = try GateRunner.start(["open", "--via", "udp", "--config", config.path], environment: environment)
         if refusal == "lock" {
@@ -246,7 +276,10 @@ struct GateMQTTTests {
             #expect(try first.finish(timeout: .seconds(20)).status == 0)
         }
 
-        let refused = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let refused = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(refused.status == 75, "\(refused.summary)")
         #expect(try refused.json()["error"] as? String == "operationInProgress")
         if refusal == "lock" {
@@ -255,13 +288,19 @@ struct GateMQTTTests {
         }
         // Give a stray publish time to reach the broker before concluding there was none.
         Thread.sleep(forTimeInterval: 0.5)
-        #expect(recorder.messages(topic: triggerTopic).isEmpty, "the broker saw a trigger: \(recorder.messages(topic: triggerTopic))")
+        #expect(
+            recorder.messages(topic: triggerTopic).isEmpty,
+            "the broker saw a trigger: \(recorder.messages(topic: triggerTopic))"
+        )
         #expect(try sim.activations().map(\.via) == ["udp"])
     }
 
-    @Test("The ESP32 answered over UDP: never a trigger on MQTT afterwards", arguments: [
-        ("no-release", 124), ("garbage", 76),
-    ])
+    @Test(
+        "The ESP32 answered over UDP: never a trigger on MQTT afterwards",
+        arguments: [
+            ("no-release", 124), ("garbage", 76),
+        ]
+    )
     func neverTwiceAfterUDPAnswer(fault: String, status: Int) throws {
         let broker = try MosquittoBroker(.plain)
         let recorder = try MQTTRecorder(broker)
@@ -271,7 +310,10 @@ struct GateMQTTTests {
         #expect(run.status == Int32(status), "\(run.summary)")
         // Give a stray publish time to reach the broker before concluding there was none.
         Thread.sleep(forTimeInterval: 0.5)
-        #expect(recorder.messages(topic: triggerTopic).isEmpty, "the broker saw a trigger: \(recorder.messages(topic: triggerTopic))")
+        #expect(
+            recorder.messages(topic: triggerTopic).isEmpty,
+            "the broker saw a trigger: \(recorder.messages(topic: triggerTopic))"
+        )
         #expect(try sim.activations().map(\.via) == ["udp"])
         // The deciding attempt is the last one listed: MQTT never ran.
         let tried = try attempts(run)

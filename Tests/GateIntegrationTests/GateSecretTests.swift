@@ -1,12 +1,18 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A gate configuration for a simulator behind a broker, with a username (so a password is needed).
-private func secretConfig(udpPort: UInt16?, broker: MosquittoBroker?, username: String = "gate", extra: String = "") throws -> TestConfig {
+private func secretConfig(
+    udpPort: UInt16?,
+    broker: MosquittoBroker?,
+    username: String = "gate",
+    extra: String = ""
+) throws -> TestConfig {
     var text = ""
     if let udpPort {
         text += "[udp]\nhost = \"127.0.0.1\"\nport = \(udpPort)\n"
@@ -40,7 +46,8 @@ private func credentialsDirectory(password: String) throws -> String {
 private func gatePath() throws -> String { try GateRunner.binary().path }
 
 /// The package's root, from this file's place in it.
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// The MQTT password in a real Secret Service (gnome-keyring on a private session bus), used
 /// by a real `gate` against a real TLS + password broker (docs/CONTRACT.md#secrets, issue 5).
@@ -69,7 +76,10 @@ struct GateSecretTests {
         #expect(!status.stdout.contains(password) && !status.stderr.contains(password))
 
         let environment = session.environment()
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         #expect(try run.json()["adapter"] as? String == "mqtt")
         #expect(try sim.activations().map(\.via) == ["mqtt"])
@@ -86,7 +96,10 @@ struct GateSecretTests {
 
         var environment = session.environment()
         environment["CREDENTIALS_DIRECTORY"] = try credentialsDirectory(password: "right-pw-Hn3")
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: environment)
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         #expect(try sim.activations().count == 1)
 
@@ -95,7 +108,10 @@ struct GateSecretTests {
         #expect(status.stdout.contains("mqtt-password: from systemd credentials"), "\(status.stdout)")
 
         // And the other way round, as a control: the keyring's wrong one alone is refused by the broker.
-        let keyringOnly = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: session.environment())
+        let keyringOnly = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: session.environment()
+        )
         #expect(keyringOnly.status == 69, "\(keyringOnly.summary)")
     }
 
@@ -103,7 +119,10 @@ struct GateSecretTests {
     func deleteThenOpen() throws {
         let session = try SecretSession()
         let config = try secretConfig(udpPort: nil, broker: nil)
-        #expect(try session.run(try gatePath(), ["secret", "set", "mqtt-password"], stdin: "to-be-deleted-Wq1\n").status == 0)
+        #expect(
+            try session.run(try gatePath(), ["secret", "set", "mqtt-password"], stdin: "to-be-deleted-Wq1\n").status
+                == 0
+        )
 
         let delete = try session.run(try gatePath(), ["secret", "delete", "mqtt-password"])
         #expect(delete.status == 0, "\(delete.summary)")
@@ -111,12 +130,18 @@ struct GateSecretTests {
         let lookup = try session.secretToolLookup()
         #expect(lookup.status != 0 && lookup.stdout.isEmpty, "the entry is still there: \(lookup.summary)")
 
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--config", config.path], environment: session.environment())
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--config", config.path],
+            environment: session.environment()
+        )
         #expect(run.status == 78, "\(run.summary)")
         #expect(run.stderr.contains("the Secret Service: no entry"), "\(run.stderr)")
         #expect(run.stderr.contains("gate secret set mqtt-password"), "\(run.stderr)")
 
-        let json = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path], environment: session.environment())
+        let json = try GateRunner.run(
+            ["open", "--via", "mqtt", "--json", "--config", config.path],
+            environment: session.environment()
+        )
         #expect(json.status == 78)
         #expect(try json.json()["error"] as? String == "configurationMissing")
 
@@ -133,13 +158,21 @@ struct GateSecretTests {
     func lockedCollection() throws {
         let session = try SecretSession()
         let config = try secretConfig(udpPort: nil, broker: nil)
-        #expect(try session.run(try gatePath(), ["secret", "set", "mqtt-password"], stdin: "locked-away-Tr8\n").status == 0)
+        #expect(
+            try session.run(try gatePath(), ["secret", "set", "mqtt-password"], stdin: "locked-away-Tr8\n").status == 0
+        )
         try session.lockDefaultCollection()
 
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--config", config.path], environment: session.environment())
+        let run = try GateRunner.run(
+            ["open", "--via", "mqtt", "--config", config.path],
+            environment: session.environment()
+        )
         #expect(run.status == 78, "\(run.summary)")
         #expect(run.stderr.contains("locked") && run.stderr.contains("unlock the keyring"), "\(run.stderr)")
-        #expect(!run.stderr.contains("gate secret set"), "advice to store a password that is already there: \(run.stderr)")
+        #expect(
+            !run.stderr.contains("gate secret set"),
+            "advice to store a password that is already there: \(run.stderr)"
+        )
 
         for command in ["set", "status", "delete"] {
             let result = try session.run(try gatePath(), ["secret", command, "mqtt-password"], stdin: "other-Qa1\n")
@@ -152,7 +185,9 @@ struct GateSecretTests {
     func noSessionBus() throws {
         let config = try secretConfig(udpPort: nil, broker: nil)
         var environment = GateRunner.isolatedEnvironment()
-        for key in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY"] { environment[key] = nil }
+        for key in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY"] {
+            environment[key] = nil
+        }
 
         let run = try GateRunner.run(["open", "--via", "mqtt", "--config", config.path], environment: environment)
         #expect(run.status == 78, "\(run.summary)")
@@ -160,18 +195,30 @@ struct GateSecretTests {
         #expect(run.stderr.contains("headless"), "\(run.stderr)")
         #expect(run.stderr.contains("LoadCredentialEncrypted=mqtt-password"), "\(run.stderr)")
 
-        let set = try SessionCommand.run(try gatePath(), ["secret", "set", "mqtt-password"], stdin: "never-stored-Pz5\n", environment: environment)
+        let set = try SessionCommand.run(
+            try gatePath(),
+            ["secret", "set", "mqtt-password"],
+            stdin: "never-stored-Pz5\n",
+            environment: environment
+        )
         #expect(set.status == 78, "\(set.summary)")
         #expect(set.stderr.contains("no D-Bus session bus") && set.stderr.contains("headless"), "\(set.stderr)")
 
-        let status = try SessionCommand.run(try gatePath(), ["secret", "status", "mqtt-password"], stdin: nil, environment: environment)
+        let status = try SessionCommand.run(
+            try gatePath(),
+            ["secret", "status", "mqtt-password"],
+            stdin: nil,
+            environment: environment
+        )
         #expect(status.status == 78, "\(status.summary)")
         #expect(status.stdout.contains("mqtt-password: nowhere"))
     }
 
     @Test("auto: no password anywhere, a working UDP side still completes the opening")
     func autoWithUDP() throws {
-        let broker = try MosquittoBroker(.tlsAndPassword(users: ["gate": "unknown-to-gate", "esp32": simulatorPassword]))
+        let broker = try MosquittoBroker(
+            .tlsAndPassword(users: ["gate": "unknown-to-gate", "esp32": simulatorPassword])
+        )
         let sim = try Simulator(simulatorMQTT(broker), environment: ["ESP32_SIM_MQTT_PASSWORD": simulatorPassword])
         let config = try secretConfig(udpPort: sim.udpPort, broker: broker)
         let session = try SecretSession()  // an empty keyring
@@ -191,7 +238,12 @@ struct GateSecretTests {
             ([0x61, 0xff, 0x62, 0x0a], "UTF-8"), ([0x61, 0x00, 0x62], "NUL"),
         ]
         for (input, words) in inputs {
-            let run = try SessionCommand.run(try gatePath(), ["secret", "set", "mqtt-password"], input: Data(input), environment: session.environment())
+            let run = try SessionCommand.run(
+                try gatePath(),
+                ["secret", "set", "mqtt-password"],
+                input: Data(input),
+                environment: session.environment()
+            )
             #expect(run.status == 64, "\(input): \(run.summary)")
             #expect(run.stderr.contains(words), "\(input): \(run.stderr)")
         }
@@ -277,7 +329,10 @@ struct GateSecretTests {
 
         /// One `-vvv` opening, sampling the running gate's argument vector and environment.
         func opening(_ label: String, expecting status: Int32) throws {
-            let running = try GateRunner.start(["open", "--via", "mqtt", "--force", "-vvv", "--config", config.path], environment: environment)
+            let running = try GateRunner.start(
+                ["open", "--via", "mqtt", "--force", "-vvv", "--config", config.path],
+                environment: environment
+            )
             let pid = running.pid
             var taken = 0
             while running.process.isRunning {
@@ -297,24 +352,34 @@ struct GateSecretTests {
         }
 
         do {  // success: the relay held for 1.5 s, so there is time to sample
-            let sim = try Simulator(simulatorMQTT(broker) + ["--hold-ms", "1500"], environment: ["ESP32_SIM_MQTT_PASSWORD": simulatorPassword])
+            let sim = try Simulator(
+                simulatorMQTT(broker) + ["--hold-ms", "1500"],
+                environment: ["ESP32_SIM_MQTT_PASSWORD": simulatorPassword]
+            )
             try opening("success", expecting: 0)
             #expect(try sim.activations().count == 1)
             try sim.stop()
         }
         do {  // failure: the relay never releases, 124 after the 3 s budget
-            let sim = try Simulator(simulatorMQTT(broker) + ["--fault", "no-release"], environment: ["ESP32_SIM_MQTT_PASSWORD": simulatorPassword])
+            let sim = try Simulator(
+                simulatorMQTT(broker) + ["--fault", "no-release"],
+                environment: ["ESP32_SIM_MQTT_PASSWORD": simulatorPassword]
+            )
             try opening("failure", expecting: 124)
             try sim.stop()
         }
-        let json = try GateRunner.run(["open", "--via", "mqtt", "--force", "--json", "-vvv", "--config", config.path], environment: environment)
+        let json = try GateRunner.run(
+            ["open", "--via", "mqtt", "--force", "--json", "-vvv", "--config", config.path],
+            environment: environment
+        )
         texts += [("--json stdout", json.stdout), ("--json stderr", json.stderr)]
         let status = try session.run(try gatePath(), ["secret", "status", "mqtt-password", "-vvv"])
         texts += [("status stdout", status.stdout), ("status stderr", status.stderr)]
         let show = try GateRunner.run(["config", "show", "--config", config.path], environment: environment)
         texts += [("config show", show.stdout + show.stderr)]
 
-        let runtime = try #require(environment["GATE_RUNTIME_DIR"]), state = try #require(environment["GATE_STATE_DIR"])
+        let runtime = try #require(environment["GATE_RUNTIME_DIR"])
+        let state = try #require(environment["GATE_STATE_DIR"])
         for path in [runtime + "/status.json", state + "/history.jsonl"] {
             let data = try #require(FileManager.default.contents(atPath: path), "\(path) was not written")
             samples.append((path, data))
@@ -332,14 +397,23 @@ struct GateSecretTests {
     @Test("CLibSecret's hand-written prototypes match the real libsecret and GLib headers")
     func shimMatchesHeaders() throws {
         let shim = packageRoot.appendingPathComponent("Sources/CLibSecret/shim.h").path
-        let run = try ShimCheck.run(shim: shim, after: "libsecret/secret.h", define: "GATE_SECRET_CHECK_PROTOTYPES",
-                                    cflags: "$(pkg-config --cflags libsecret-1)")
+        let run = try ShimCheck.run(
+            shim: shim,
+            after: "libsecret/secret.h",
+            define: "GATE_SECRET_CHECK_PROTOTYPES",
+            cflags: "$(pkg-config --cflags libsecret-1)"
+        )
         #expect(run.status == 0, "needs libsecret-1-dev and pkg-config: \(run.summary)")
     }
 
     @Test("gate does not link libsecret or GLib (they are loaded only when used)")
     func notLinked() throws {
-        let run = try SessionCommand.run("/usr/bin/ldd", [try gatePath()], stdin: nil, environment: ProcessInfo.processInfo.environment)
+        let run = try SessionCommand.run(
+            "/usr/bin/ldd",
+            [try gatePath()],
+            stdin: nil,
+            environment: ProcessInfo.processInfo.environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         for library in ["libsecret", "libglib", "libgio", "libgobject"] {
             #expect(!run.stdout.contains(library), "gate links \(library):\n\(run.stdout)")

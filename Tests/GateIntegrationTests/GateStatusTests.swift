@@ -1,7 +1,7 @@
 import Foundation
+import GateTestSupport
 import Synchronization
 import Testing
-import GateTestSupport
 
 /// `gate status` and `--watch` against real openings of the real simulator (docs/CONTRACT.md#commands, #runtime-files).
 @Suite("gate status", .serialized)
@@ -98,7 +98,9 @@ struct GateStatusTests {
 
         kill(opener.pid, SIGKILL)
         _ = try? opener.finish(timeout: .seconds(5))
-        let change = try object(try #require(watcher.readLine(within: .milliseconds(2500)), "--watch missed the dead opener"))
+        let change = try object(
+            try #require(watcher.readLine(within: .milliseconds(2500)), "--watch missed the dead opener")
+        )
         #expect(change["state"] as? String == "ready")
         #expect((change["last"] as? [String: Any])?["outcome"] as? String == "interrupted")
 
@@ -183,9 +185,13 @@ private func writeStatus(in folder: String, state: String, resetAt: Date?) throw
     let format = ISO8601DateFormatter()
     format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     let reset = resetAt.map { "\"\(format.string(from: $0))\"" } ?? "null"
-    let last = state == "triggering" ? "null" : #"{"outcome":"\#(state)","error":"allAdaptersFailed","adapter":null,"#
-        + #""duration_ms":2001,"finished_at":"\#(format.string(from: Date()))","source":"cli"}"#
-    let text = #"{"state":"\#(state)","since":"\#(format.string(from: Date()))","source":"cli","pid":1,"adapter":"udp","#
+    let last =
+        state == "triggering"
+        ? "null"
+        : #"{"outcome":"\#(state)","error":"allAdaptersFailed","adapter":null,"#
+            + #""duration_ms":2001,"finished_at":"\#(format.string(from: Date()))","source":"cli"}"#
+    let text =
+        #"{"state":"\#(state)","since":"\#(format.string(from: Date()))","source":"cli","pid":1,"adapter":"udp","#
         + #""reset_at":\#(reset),"last":\#(last)}"# + "\n"
     let temporary = folder + "/.tmp-test"
     try text.write(toFile: temporary, atomically: false, encoding: .utf8)
@@ -200,8 +206,9 @@ private func waitForState(_ state: String, at path: String, within timeout: Dura
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if let data = FileManager.default.contents(atPath: path),
-           let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-           json["state"] as? String == state {
+            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            json["state"] as? String == state
+        {
             return
         }
         Thread.sleep(forTimeInterval: 0.01)
@@ -231,7 +238,11 @@ private final class Hammer: Sendable {
                 guard let data = FileManager.default.contents(atPath: path) else { continue }
                 let valid = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["state"] is String
                 state.withLock {
-                    if valid { $0.result.parsed += 1 } else { $0.result.invalid.append(String(decoding: data, as: UTF8.self)) }
+                    if valid {
+                        $0.result.parsed += 1
+                    } else {
+                        $0.result.invalid.append(String(decoding: data, as: UTF8.self))
+                    }
                 }
             }
             done.signal()
@@ -289,7 +300,8 @@ private final class PipedGate {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return nil }
             var pfd = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
+            let milliseconds =
+                Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
             let ready = poll(&pfd, 1, milliseconds)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { return nil }
@@ -310,7 +322,8 @@ private final class PipedGate {
     /// The exit status, or nil when the process is still running after `timeout` (then killed).
     func waitForExit(within timeout: Duration) -> Int32? {
         let (seconds, attoseconds) = timeout.components
-        let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let deadline =
+            DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         guard exited.wait(timeout: deadline) == .success else {
             kill(process.processIdentifier, SIGKILL)
             return nil

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// The helpers that start child processes must not keep this test process's descriptors
 /// open on the children's files once the children are done: Foundation's `Process` keeps
@@ -53,7 +53,11 @@ struct HelperDescriptorTests {
     func daemon() throws {
         let sim = try Simulator()
         let config = try TestConfig.udp(host: "127.0.0.1", port: sim.udpPort)
-        let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment(), buttonFIFO: false)
+        let daemon = try DaemonProcess(
+            config: config.path,
+            environment: GateRunner.isolatedEnvironment(),
+            buttonFIFO: false
+        )
         try daemon.waitForReady()
         #expect(openDescriptors(under: daemon.directory).isEmpty, "open while the daemon runs")
         #expect(daemon.stop() != nil)

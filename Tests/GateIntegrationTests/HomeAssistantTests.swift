@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,17 +19,26 @@ private let configTopics = [
     "homeassistant/sensor/garden_gate/last_opening/config",
 ]
 
-private let device = #""device":{"identifiers":["gate_garden_gate"],"name":"Garden gate","manufacturer":"gate","model":"ESP32 relay (UDP, MQTT)","sw_version":"0.1.0"},"origin":{"name":"gate","sw_version":"0.1.0"}"#
-private let availabilityMembers = #""availability_topic":"gate/garden_gate/availability","payload_available":"online","payload_not_available":"offline""#
+private let device =
+    #""device":{"identifiers":["gate_garden_gate"],"name":"Garden gate","manufacturer":"gate","model":"ESP32 relay (UDP, MQTT)","sw_version":"0.1.0"},"origin":{"name":"gate","sw_version":"0.1.0"}"#
+private let availabilityMembers =
+    #""availability_topic":"gate/garden_gate/availability","payload_available":"online","payload_not_available":"offline""#
 /// The exact retained discovery configs (docs/CONTRACT.md#home-assistant), by topic.
 private let expectedConfigs = [
-    configTopics[0]: #"{"name":"Open","unique_id":"garden_gate_open","object_id":"garden_gate_open","command_topic":"gate/garden_gate/open","payload_press":"PRESS","retain":false,"qos":0,"icon":"mdi:gate-open",\#(availabilityMembers),\#(device)}"#,
-    configTopics[1]: #"{"name":"Relay","unique_id":"garden_gate_relay","object_id":"garden_gate_relay","state_topic":"iot/house/gate/esp32/status","payload_on":"1","payload_off":"0","icon":"mdi:electric-switch",\#(availabilityMembers),\#(device)}"#,
-    configTopics[2]: #"{"name":"Last opening","unique_id":"garden_gate_last_opening","object_id":"garden_gate_last_opening","state_topic":"gate/garden_gate/last_opening","json_attributes_topic":"gate/garden_gate/last_opening/attributes","device_class":"enum","options":["success","timeout","error","interrupted","refused"],"icon":"mdi:history",\#(availabilityMembers),\#(device)}"#,
+    configTopics[0]:
+        #"{"name":"Open","unique_id":"garden_gate_open","object_id":"garden_gate_open","command_topic":"gate/garden_gate/open","payload_press":"PRESS","retain":false,"qos":0,"icon":"mdi:gate-open",\#(availabilityMembers),\#(device)}"#,
+    configTopics[1]:
+        #"{"name":"Relay","unique_id":"garden_gate_relay","object_id":"garden_gate_relay","state_topic":"iot/house/gate/esp32/status","payload_on":"1","payload_off":"0","icon":"mdi:electric-switch",\#(availabilityMembers),\#(device)}"#,
+    configTopics[2]:
+        #"{"name":"Last opening","unique_id":"garden_gate_last_opening","object_id":"garden_gate_last_opening","state_topic":"gate/garden_gate/last_opening","json_attributes_topic":"gate/garden_gate/last_opening/attributes","device_class":"enum","options":["success","timeout","error","interrupted","refused"],"icon":"mdi:history",\#(availabilityMembers),\#(device)}"#,
 ]
 
 /// What a subscriber arriving now gets from the broker's retained store, by topic.
-private func retained(_ broker: MosquittoBroker, filter: String = "#", credentials: MosquittoBroker.Credentials = .brokerDefault) throws -> [String: String] {
+private func retained(
+    _ broker: MosquittoBroker,
+    filter: String = "#",
+    credentials: MosquittoBroker.Credentials = .brokerDefault
+) throws -> [String: String] {
     let recorder = try MQTTRecorder(broker, topic: filter, credentials: credentials)
     defer { recorder.stop() }
     var found: [String: String] = [:]
@@ -37,24 +47,40 @@ private func retained(_ broker: MosquittoBroker, filter: String = "#", credentia
 }
 
 /// Waits until the retained value of `topic` is `value` (nil: no retained message).
-private func waitForRetained(_ broker: MosquittoBroker, _ topic: String, _ value: String?, timeout: Duration = .seconds(15)) throws -> Bool {
+private func waitForRetained(
+    _ broker: MosquittoBroker,
+    _ topic: String,
+    _ value: String?,
+    timeout: Duration = .seconds(15)
+) throws -> Bool {
     try waitUntil(timeout) { try retained(broker, filter: topic)[topic] == value }
 }
 
-private func haConfig(sim: Simulator, broker: MosquittoBroker, cooldown: Double, extra: String = "[homeassistant]\n") -> String {
+private func haConfig(
+    sim: Simulator,
+    broker: MosquittoBroker,
+    cooldown: Double,
+    extra: String = "[homeassistant]\n"
+) -> String {
     daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port, cooldown: cooldown, extra: extra)
 }
 
 extension DaemonTests {
     @Suite("Home Assistant over MQTT discovery (docs/CONTRACT.md#home-assistant)")
     struct HomeAssistant {
-        @Test("A retained command, left before the start or published while subscribed, never triggers; the discovery configs are retained and exact; online")
+        @Test(
+            "A retained command, left before the start or published while subscribed, never triggers; the discovery configs are retained and exact; online"
+        )
         func retainedCommandAndDiscovery() throws {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
             try broker.publish(topic: command, payload: "PRESS", retained: true)
             let config = try TestConfig(haConfig(sim: sim, broker: broker, cooldown: 0))
-            let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment(), buttonFIFO: false)
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: GateRunner.isolatedEnvironment(),
+                buttonFIFO: false
+            )
             try daemon.waitForReady()
             #expect(daemon.waitForLog("Home Assistant command refused: the command was retained"), "\(daemon.log)")
             #expect(daemon.waitForLog("Home Assistant device announced"), "\(daemon.log)")
@@ -73,7 +99,10 @@ extension DaemonTests {
             // without its retain flag; the link's MQTT 5 "retain as published" keeps it.
             #expect(daemon.waitForLog("MQTT link up"), "\(daemon.log)")
             try broker.publish(topic: command, payload: "PRESS", retained: true)
-            #expect(daemon.waitForLog("Home Assistant command refused: the command was retained", count: 2), "\(daemon.log)")
+            #expect(
+                daemon.waitForLog("Home Assistant command refused: the command was retained", count: 2),
+                "\(daemon.log)"
+            )
             Thread.sleep(forTimeInterval: 1)
             #expect(try sim.activations().isEmpty, "a retained command must never trigger")
             #expect(try daemon.history().isEmpty)
@@ -81,7 +110,9 @@ extension DaemonTests {
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
-        @Test("A press opens once through the pipeline (sensor success, history); one in the cooldown is refused; a CLI opening shows too")
+        @Test(
+            "A press opens once through the pipeline (sensor success, history); one in the cooldown is refused; a CLI opening shows too"
+        )
         func pressAndCooldown() throws {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
@@ -94,39 +125,71 @@ extension DaemonTests {
             let recorder = try MQTTRecorder(broker, topic: "gate/#")
 
             try broker.publish(topic: command, payload: "PRESS", qos: 0)
-            #expect(recorder.waitForMessages(topic: lastOpening, count: 1, within: .seconds(15)) == ["success"], "\(recorder.received)\n\(daemon.log)")
+            #expect(
+                recorder.waitForMessages(topic: lastOpening, count: 1, within: .seconds(15)) == ["success"],
+                "\(recorder.received)\n\(daemon.log)"
+            )
             #expect(try sim.activations().count == 1, "exactly one activation")
             let attributesText = recorder.messages(topic: attributes).last ?? ""
-            #expect(attributesText.contains(#""source":"homeassistant""#) && attributesText.contains(#""error":null"#), "\(attributesText)")
+            #expect(
+                attributesText.contains(#""source":"homeassistant""#) && attributesText.contains(#""error":null"#),
+                "\(attributesText)"
+            )
             #expect(attributesText.contains(#""adapter":"udp""#), "\(attributesText)")
             #expect(DaemonFiles.last(daemon.status())?["source"] as? String == "homeassistant")
             #expect(try daemon.history().map { $0["source"] as? String } == ["homeassistant"])
 
             // Inside the 30 s cooldown: refused, nothing sent, never queued.
             try broker.publish(topic: command, payload: "PRESS", qos: 0)
-            #expect(recorder.waitForMessages(topic: lastOpening, count: 2) == ["success", "refused"], "\(recorder.received)\n\(daemon.log)")
+            #expect(
+                recorder.waitForMessages(topic: lastOpening, count: 2) == ["success", "refused"],
+                "\(recorder.received)\n\(daemon.log)"
+            )
             #expect(daemon.waitForLog("Home Assistant command refused: cooldown"), "\(daemon.log)")
             Thread.sleep(forTimeInterval: 1)
             #expect(try sim.activations().count == 1, "the refused press sent nothing")
             #expect(try daemon.history().count == 1)
 
             // Another opener (the CLI, --force past the cooldown) shows in the sensor as well.
-            let run = try GateRunner.run(["open", "--config", config.path, "--force", "--json"], environment: environment)
+            let run = try GateRunner.run(
+                ["open", "--config", config.path, "--force", "--json"],
+                environment: environment
+            )
             #expect(run.status == 0, "\(run.summary)")
-            #expect(recorder.waitForMessages(topic: lastOpening, count: 3) == ["success", "refused", "success"], "\(recorder.received)\n\(daemon.log)")
-            #expect(recorder.messages(topic: attributes).last?.contains(#""source":"cli""#) == true, "\(recorder.received)")
+            #expect(
+                recorder.waitForMessages(topic: lastOpening, count: 3) == ["success", "refused", "success"],
+                "\(recorder.received)\n\(daemon.log)"
+            )
+            #expect(
+                recorder.messages(topic: attributes).last?.contains(#""source":"cli""#) == true,
+                "\(recorder.received)"
+            )
             #expect(try sim.activations().count == 2)
 
             // Another MQTT client (the phone app) triggers the relay: recorded as elsewhere, shown too.
             // (A relay 1 within 1 s of a local opening's end is its echo: waited out first.)
             Thread.sleep(forTimeInterval: 1.5)
-            try broker.publish(topic: "iot/house/gate/esp32/trigger", payload: String(Int(Date().timeIntervalSince1970)), qos: 0)
-            #expect(recorder.waitForMessages(topic: lastOpening, count: 4, within: .seconds(15)) == ["success", "refused", "success", "success"], "\(recorder.received)\n\(daemon.log)")
-            #expect(recorder.messages(topic: attributes).last?.contains(#""source":"elsewhere""#) == true, "\(recorder.received)")
+            try broker.publish(
+                topic: "iot/house/gate/esp32/trigger",
+                payload: String(Int(Date().timeIntervalSince1970)),
+                qos: 0
+            )
+            #expect(
+                recorder.waitForMessages(topic: lastOpening, count: 4, within: .seconds(15)) == [
+                    "success", "refused", "success", "success",
+                ],
+                "\(recorder.received)\n\(daemon.log)"
+            )
+            #expect(
+                recorder.messages(topic: attributes).last?.contains(#""source":"elsewhere""#) == true,
+                "\(recorder.received)"
+            )
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
-        @Test("Availability: offline by the last will when the daemon is killed, online after a restart, offline after SIGTERM")
+        @Test(
+            "Availability: offline by the last will when the daemon is killed, online after a restart, offline after SIGTERM"
+        )
         func availabilityWill() throws {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
@@ -145,7 +208,10 @@ extension DaemonTests {
             try second.waitForReady()
             #expect(try waitForRetained(broker, availability, "online"), "\(second.log)")
             #expect(second.stop() == .exited(0), "\(second.log)")
-            #expect(try waitForRetained(broker, availability, "offline"), "a clean stop says offline itself (no will then)")
+            #expect(
+                try waitForRetained(broker, availability, "offline"),
+                "a clean stop says offline itself (no will then)"
+            )
         }
 
         @Test("Home Assistant's birth (online on homeassistant/status) makes the daemon announce the device again")
@@ -153,7 +219,11 @@ extension DaemonTests {
             let broker = try MosquittoBroker(.plain)
             let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
             let config = try TestConfig(haConfig(sim: sim, broker: broker, cooldown: 0))
-            let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment(), buttonFIFO: false)
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: GateRunner.isolatedEnvironment(),
+                buttonFIFO: false
+            )
             try daemon.waitForReady()
             #expect(daemon.waitForLog("Home Assistant device announced"), "\(daemon.log)")
             let recorder = try MQTTRecorder(broker, topic: "homeassistant/button/#")
@@ -175,7 +245,11 @@ extension DaemonTests {
             try daemon.waitForReady()
             #expect(try waitForRetained(broker, configTopics[0], expectedConfigs[configTopics[0]]), "\(daemon.log)")
 
-            try haConfig(sim: sim, broker: broker, cooldown: 0, extra: "").write(toFile: config.path, atomically: true, encoding: .utf8)
+            try haConfig(sim: sim, broker: broker, cooldown: 0, extra: "").write(
+                toFile: config.path,
+                atomically: true,
+                encoding: .utf8
+            )
             daemon.send(SIGHUP)
             #expect(daemon.waitForLog("configuration reloaded; changed: homeassistant (removed)"), "\(daemon.log)")
             #expect(daemon.waitForLog("Home Assistant device removed"), "\(daemon.log)")
@@ -188,16 +262,26 @@ extension DaemonTests {
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
 
             // Announced again by a daemon with the table, then removed from the command line.
-            try haConfig(sim: sim, broker: broker, cooldown: 0).write(toFile: config.path, atomically: true, encoding: .utf8)
+            try haConfig(sim: sim, broker: broker, cooldown: 0).write(
+                toFile: config.path,
+                atomically: true,
+                encoding: .utf8
+            )
             let again = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try again.waitForReady()
             #expect(try waitForRetained(broker, configTopics[2], expectedConfigs[configTopics[2]]), "\(again.log)")
             #expect(again.stop() == .exited(0), "\(again.log)")
-            let run = try GateRunner.run(["homeassistant", "remove", "--config", config.path], environment: environment)
+            let run = try GateRunner.run(
+                ["homeassistant", "remove", "--config", config.path],
+                environment: environment
+            )
             #expect(run.status == 0, "\(run.summary)")
             #expect(run.stdout.contains("Removed the Home Assistant device garden_gate"), "\(run.summary)")
             let remaining = try retained(broker)
-            #expect(remaining.keys.filter { $0.hasPrefix("homeassistant/") || $0.hasPrefix("gate/") }.isEmpty, "\(remaining)")
+            #expect(
+                remaining.keys.filter { $0.hasPrefix("homeassistant/") || $0.hasPrefix("gate/") }.isEmpty,
+                "\(remaining)"
+            )
         }
 
         @Test("gate config check explains [homeassistant], config show writes it out, a table without [mqtt] exits 78")
@@ -205,21 +289,42 @@ extension DaemonTests {
             let config = try TestConfig("[mqtt]\nhost = \"127.0.0.1\"\n[homeassistant]\nnode_id = \"front\"\n")
             let check = try GateRunner.run(["config", "check", "--config", config.path])
             #expect(check.status == 0, "\(check.summary)")
-            #expect(check.stdout.contains(#"homeassistant: device "Garden gate" (node front), discovery under homeassistant/, button on gate/front/open"#), "\(check.summary)")
+            #expect(
+                check.stdout.contains(
+                    #"homeassistant: device "Garden gate" (node front), discovery under homeassistant/, button on gate/front/open"#
+                ),
+                "\(check.summary)"
+            )
             let show = try GateRunner.run(["config", "show", "--config", config.path])
-            #expect(show.stdout.contains("[homeassistant]\ndiscovery_prefix = \"homeassistant\"\nnode_id = \"front\"\nname = \"Garden gate\"\n"), "\(show.summary)")
+            #expect(
+                show.stdout.contains(
+                    "[homeassistant]\ndiscovery_prefix = \"homeassistant\"\nnode_id = \"front\"\nname = \"Garden gate\"\n"
+                ),
+                "\(show.summary)"
+            )
             let alone = try TestConfig("[udp]\nhost = \"127.0.0.1\"\n[homeassistant]\n")
             let refused = try GateRunner.run(["config", "check", "--config", alone.path])
             #expect(refused.status == 78, "\(refused.summary)")
             #expect(refused.stderr.contains("[homeassistant] needs [mqtt]"), "\(refused.summary)")
         }
 
-        @Test("With the deploy ACL, only Home Assistant's user can open through the command topic; gate doctor checks the table")
+        @Test(
+            "With the deploy ACL, only Home Assistant's user can open through the command topic; gate doctor checks the table"
+        )
         func aclKeepsOthersOut() throws {
-            let acl = try String(contentsOf: repositoryRoot().appendingPathComponent("deploy/homeassistant/mosquitto.acl"), encoding: .utf8)
+            let acl = try String(
+                contentsOf: repositoryRoot().appendingPathComponent("deploy/homeassistant/mosquitto.acl"),
+                encoding: .utf8
+            )
             // The fixture's recorders prove their subscription with marker messages: let everyone have those.
-            let aclFile = FileManager.default.temporaryDirectory.appendingPathComponent("gate-ha-acl-\(UUID().uuidString)")
-            try (acl + "\npattern readwrite \(MQTTRecorder.markerPrefix)#\n").write(to: aclFile, atomically: true, encoding: .utf8)
+            let aclFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "gate-ha-acl-\(UUID().uuidString)"
+            )
+            try (acl + "\npattern readwrite \(MQTTRecorder.markerPrefix)#\n").write(
+                to: aclFile,
+                atomically: true,
+                encoding: .utf8
+            )
             defer { try? FileManager.default.removeItem(at: aclFile) }
             let broker = try MosquittoBroker(
                 .password(users: ["gate": "gatepw", "homeassistant": "hapw", "esp32": "esppw", "phone": "phonepw"]),
@@ -229,19 +334,32 @@ extension DaemonTests {
                 ["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port), "--mqtt-username", "esp32"],
                 environment: ["ESP32_SIM_MQTT_PASSWORD": "esppw"]
             )
-            let credentials = FileManager.default.temporaryDirectory.appendingPathComponent("gate-cred-\(UUID().uuidString)")
+            let credentials = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "gate-cred-\(UUID().uuidString)"
+            )
             try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: credentials) }
-            try "gatepw".write(to: credentials.appendingPathComponent("mqtt-password"), atomically: true, encoding: .utf8)
+            try "gatepw".write(
+                to: credentials.appendingPathComponent("mqtt-password"),
+                atomically: true,
+                encoding: .utf8
+            )
             let environment = GateRunner.isolatedEnvironment(["CREDENTIALS_DIRECTORY": credentials.path])
-            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: nil, cooldown: 0, extra: """
-                [mqtt]
-                host = "127.0.0.1"
-                port = \(broker.port)
-                username = "gate"
-                [homeassistant]
+            let config = try TestConfig(
+                daemonConfigText(
+                    udpPort: sim.udpPort,
+                    mqttPort: nil,
+                    cooldown: 0,
+                    extra: """
+                        [mqtt]
+                        host = "127.0.0.1"
+                        port = \(broker.port)
+                        username = "gate"
+                        [homeassistant]
 
-                """))
+                        """
+                )
+            )
             let doctor = try GateRunner.run(["doctor", "--config", config.path, "--json"], environment: environment)
             #expect(doctor.stdout.contains(#"{"check":"homeassistant","status":"ok""#), "\(doctor.summary)")
 
@@ -253,16 +371,29 @@ extension DaemonTests {
             #expect(seen[configTopics[0]] == expectedConfigs[configTopics[0]], "\(seen)\n\(broker.logText)")
 
             // Another authenticated client: mosquitto drops its publish (the ACL), so nothing opens.
-            try broker.publish(topic: command, payload: "PRESS", qos: 1, credentials: .user("phone", password: "phonepw"))
+            try broker.publish(
+                topic: command,
+                payload: "PRESS",
+                qos: 1,
+                credentials: .user("phone", password: "phonepw")
+            )
             try broker.publish(topic: command, payload: "PRESS", qos: 1, credentials: .user("gate", password: "gatepw"))
             Thread.sleep(forTimeInterval: 2)
             #expect(try sim.activations().isEmpty, "\(daemon.log)")
             #expect(daemon.logLines(containing: "Home Assistant button pressed").isEmpty, "\(daemon.log)")
 
             // Home Assistant's user may.
-            try broker.publish(topic: command, payload: "PRESS", qos: 1, credentials: .user("homeassistant", password: "hapw"))
+            try broker.publish(
+                topic: command,
+                payload: "PRESS",
+                qos: 1,
+                credentials: .user("homeassistant", password: "hapw")
+            )
             #expect(waitUntil { (try? sim.activations().count) == 1 }, "\(daemon.log)")
-            #expect(waitUntil { DaemonFiles.last(daemon.status())?["source"] as? String == "homeassistant" }, "\(daemon.log)")
+            #expect(
+                waitUntil { DaemonFiles.last(daemon.status())?["source"] as? String == "homeassistant" },
+                "\(daemon.log)"
+            )
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
     }

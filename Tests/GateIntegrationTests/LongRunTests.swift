@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,10 +19,10 @@ private func iso8601(_ date: Date) -> String {
 private func statusWrittenBeforeAClockStep() -> String {
     let since = Date().addingTimeInterval(3600)
     return """
-    {"state":"timeout","since":"\(iso8601(since))","source":"cli","pid":1,"adapter":"udp",\
-    "reset_at":"\(iso8601(since.addingTimeInterval(3)))","last":{"outcome":"timeout","error":"operationTimeout",\
-    "adapter":"udp","duration_ms":2000,"finished_at":"\(iso8601(since))","source":"cli"}}
-    """
+        {"state":"timeout","since":"\(iso8601(since))","source":"cli","pid":1,"adapter":"udp",\
+        "reset_at":"\(iso8601(since.addingTimeInterval(3)))","last":{"outcome":"timeout","error":"operationTimeout",\
+        "adapter":"udp","duration_ms":2000,"finished_at":"\(iso8601(since))","source":"cli"}}
+        """
 }
 
 /// Issue 18 item 8: what a service running for years meets.
@@ -47,7 +48,9 @@ struct LongRunTests {
         try daemon.waitForReady()
         try statusWrittenBeforeAClockStep().write(toFile: runtime + "/status.json", atomically: true, encoding: .utf8)
         // jq readers see the file itself: the keeper rewrites it within the reset delay (3 s).
-        let tidied = waitUntil(.seconds(15)) { DaemonFiles.status(runtimeDirectory: runtime)?["state"] as? String == "ready" }
+        let tidied = waitUntil(.seconds(15)) {
+            DaemonFiles.status(runtimeDirectory: runtime)?["state"] as? String == "ready"
+        }
         #expect(tidied, "\(String(describing: DaemonFiles.status(runtimeDirectory: runtime)))\n\(daemon.log)")
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
@@ -68,7 +71,7 @@ struct LongRunTests {
         try make(runtime + "/.tmp-AbC123", age: old)
         try make(state + "/.tmp-XyZ789", age: old)
         try make(runtime + "/.tmp-fresh1", age: nil)  // a writer may be at work on it
-        try make(runtime + "/notes-old", age: old)     // not a temporary
+        try make(runtime + "/notes-old", age: old)  // not a temporary
         try fm.createSymbolicLink(atPath: runtime + "/.tmp-link00", withDestinationPath: runtime + "/notes-old")
         let config = try TestConfig(daemonConfigText(udpPort: 9))
         let daemon = try DaemonProcess(config: config.path, environment: environment)
@@ -79,7 +82,10 @@ struct LongRunTests {
         #expect(cleaned, "\((try? fm.contentsOfDirectory(atPath: runtime)) ?? [])\n\(daemon.log)")
         #expect(fm.fileExists(atPath: runtime + "/.tmp-fresh1"))
         #expect(fm.fileExists(atPath: runtime + "/notes-old"))
-        #expect((try? fm.destinationOfSymbolicLink(atPath: runtime + "/.tmp-link00")) != nil, "a link is not a writer's temporary")
+        #expect(
+            (try? fm.destinationOfSymbolicLink(atPath: runtime + "/.tmp-link00")) != nil,
+            "a link is not a writer's temporary"
+        )
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 
@@ -97,10 +103,20 @@ struct LongRunTests {
         try FileManager.default.moveItem(atPath: folder, toPath: root.appendingPathComponent("gate.old").path)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try daemonConfigText(udpPort: 9, cooldown: 2).write(toFile: path, atomically: true, encoding: .utf8)
-        #expect(daemon.waitForLog("configuration reloaded; changed: runtime.cooldown ", "trigger=\"file changed\""), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog("configuration reloaded; changed: runtime.cooldown ", "trigger=\"file changed\""),
+            "\(daemon.log)"
+        )
         // And the next edit in the new folder is seen too.
         try daemonConfigText(udpPort: 9, cooldown: 3).write(toFile: path, atomically: true, encoding: .utf8)
-        #expect(daemon.waitForLog("configuration reloaded; changed: runtime.cooldown ", "trigger=\"file changed\"", count: 2), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog(
+                "configuration reloaded; changed: runtime.cooldown ",
+                "trigger=\"file changed\"",
+                count: 2
+            ),
+            "\(daemon.log)"
+        )
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 
@@ -118,10 +134,20 @@ struct LongRunTests {
         let temporaryLink = config.path + ".new"
         try FileManager.default.createSymbolicLink(atPath: temporaryLink, withDestinationPath: otherTarget)
         #expect(rename(temporaryLink, config.path) == 0)
-        #expect(daemon.waitForLog("configuration reloaded; changed: runtime.cooldown ", "trigger=\"file changed\""), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog("configuration reloaded; changed: runtime.cooldown ", "trigger=\"file changed\""),
+            "\(daemon.log)"
+        )
         // An edit of the new target is seen; one of the old target is not the configuration any more.
         try daemonConfigText(udpPort: 9, cooldown: 3).write(toFile: otherTarget, atomically: true, encoding: .utf8)
-        #expect(daemon.waitForLog("configuration reloaded; changed: runtime.cooldown ", "trigger=\"file changed\"", count: 2), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog(
+                "configuration reloaded; changed: runtime.cooldown ",
+                "trigger=\"file changed\"",
+                count: 2
+            ),
+            "\(daemon.log)"
+        )
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 
@@ -133,7 +159,8 @@ struct LongRunTests {
         // the named service's loop stops taking inputs that many seconds after start.
         let environment = GateRunner.isolatedEnvironment(["GATE_TEST_WEDGE": "button@3"])
         let daemon = try DaemonProcess(
-            config: config.path, environment: environment,
+            config: config.path,
+            environment: environment,
             notify: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "1000000"]
         )
         let started = ContinuousClock.now
@@ -141,28 +168,43 @@ struct LongRunTests {
         let fed = listener.waitFor(timeout: .seconds(10)) { $0.filter { $0 == "WATCHDOG=1" }.count >= 2 }
         #expect(fed, "\(listener.messages)\n\(daemon.log)")
         // Wedged at 3 s; progress is stale 0.5 s later. From 6 s on, no WATCHDOG=1 may come.
-        Thread.sleep(until: Date().addingTimeInterval(max(0, Double((started + .seconds(6) - ContinuousClock.now).components.seconds) + 0.5)))
+        Thread.sleep(
+            until: Date().addingTimeInterval(
+                max(0, Double((started + .seconds(6) - ContinuousClock.now).components.seconds) + 0.5)
+            )
+        )
         listener.drain()
         let before = listener.messages.filter { $0 == "WATCHDOG=1" }.count
         Thread.sleep(forTimeInterval: 3)
         listener.drain()
         let after = listener.messages.filter { $0 == "WATCHDOG=1" }.count
-        #expect(after == before, "WATCHDOG=1 still sent while the button's loop is wedged (\(before) then \(after))\n\(daemon.log)")
+        #expect(
+            after == before,
+            "WATCHDOG=1 still sent while the button's loop is wedged (\(before) then \(after))\n\(daemon.log)"
+        )
         #expect(daemon.log.contains("watchdog not fed"), "\(daemon.log)")
         daemon.send(SIGKILL)
         _ = daemon.waitForExit()
     }
 
-    @Test("A blackholed broker leaves no thread behind per press: the daemon's fresh connection is bounded by the budget")
+    @Test(
+        "A blackholed broker leaves no thread behind per press: the daemon's fresh connection is bounded by the budget"
+    )
     func blackholedBrokerLeavesNoThreads() throws {
         let blackhole = try BlackholedTCPPort()
         // MQTT only, so that every press goes to the broker; the link's own connection
         // hangs as well (one thread, whatever the number of presses).
-        let config = try TestConfig(daemonConfigText(udpPort: nil, mqttPort: blackhole.port, extra: """
-            [runtime]
-            cooldown = 0
-            reset_delay = 0.1
-            """ + "\n").replacingOccurrences(of: "port = \(blackhole.port)\n", with: "port = \(blackhole.port)\ntimeout = 1.0\n"))
+        let config = try TestConfig(
+            daemonConfigText(
+                udpPort: nil,
+                mqttPort: blackhole.port,
+                extra: """
+                    [runtime]
+                    cooldown = 0
+                    reset_delay = 0.1
+                    """ + "\n"
+            ).replacingOccurrences(of: "port = \(blackhole.port)\n", with: "port = \(blackhole.port)\ntimeout = 1.0\n")
+        )
         let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
         try daemon.waitForReady()
         daemon.waitForSettling()

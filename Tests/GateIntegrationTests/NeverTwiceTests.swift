@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,8 @@ struct NeverTwiceTests {
         // A short hold. A second trigger that lands inside a hold is ignored by the relay (no
         // second activation), which is why the triggers received are counted as well.
         let sim = try Simulator(NeverTwice.simulatorMQTT(broker) + ["--hold-ms", "50"])
-        let config = try TestConfig("""
+        let config = try TestConfig(
+            """
             [udp]
             host = "localhost"
             port = \(sim.udpPort)
@@ -34,11 +36,15 @@ struct NeverTwiceTests {
             port = \(broker.port)
             [runtime]
             cooldown = 0
-            """)
+            """
+        )
         let environment = GateRunner.isolatedEnvironment(["LD_PRELOAD": shim.library])
         let run = try GateRunner.run(["open", "--json", "--config", config.path], environment: environment)
 
-        #expect(shim.delayedLookups >= 1, "the shim never delayed a lookup of localhost: was it loaded?\n\(run.summary)")
+        #expect(
+            shim.delayedLookups >= 1,
+            "the shim never delayed a lookup of localhost: was it loaded?\n\(run.summary)"
+        )
         let activations = try sim.activations()
         #expect(activations.count == 1, "\(activations)\n\(run.summary)")
         #expect(sim.receivedTriggers().count == 1, "\(sim.receivedTriggers())")
@@ -78,7 +84,10 @@ struct NeverTwiceTests {
         #expect(sim.receivedTriggers().count == 1, "\(sim.receivedTriggers())")
         let history = try daemon.history()
         #expect(history.map { $0["source"] as? String } == ["button"], "\(history)")
-        #expect(history.filter { $0["source"] as? String == "button" }.map { $0["outcome"] as? String } == ["success"], "\(history)\n\(daemon.log)")
+        #expect(
+            history.filter { $0["source"] as? String == "button" }.map { $0["outcome"] as? String } == ["success"],
+            "\(history)\n\(daemon.log)"
+        )
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 
@@ -89,7 +98,8 @@ struct NeverTwiceTests {
         let fake = try FakeESP32()
         let broker = try MosquittoBroker(.plain)
         let sim = try Simulator(NeverTwice.simulatorMQTT(broker))
-        let config = try TestConfig("""
+        let config = try TestConfig(
+            """
             [udp]
             host = "127.0.0.1"
             port = \(fake.port)
@@ -99,7 +109,8 @@ struct NeverTwiceTests {
             port = \(broker.port)
             [runtime]
             cooldown = 0
-            """)
+            """
+        )
         let gate = try GateRunner.start(["open", "--json", "--config", config.path])
         var stopped = false
         defer { if stopped { kill(gate.pid, SIGCONT) } }
@@ -121,7 +132,8 @@ struct NeverTwiceTests {
         NeverTwice.sleep(until: t0 + .milliseconds(2300))
         try fake.reply([0x00], toPort: trigger.fromPort)
         let releasedAt = ContinuousClock.now - t0
-        let timeline = "after the trigger arrived: SIGSTOP at \(NeverTwice.seconds(stoppedAt)), 0x01 at \(NeverTwice.seconds(activatedAt)), "
+        let timeline =
+            "after the trigger arrived: SIGSTOP at \(NeverTwice.seconds(stoppedAt)), 0x01 at \(NeverTwice.seconds(activatedAt)), "
             + "SIGCONT at \(NeverTwice.seconds(continuedAt)), 0x00 at \(NeverTwice.seconds(releasedAt))"
 
         let run = try gate.finish(timeout: .seconds(20))
@@ -141,17 +153,21 @@ struct NeverTwiceTests {
 
     // MARK: 4
 
-    @Test("4. Killing an opener mid-cycle keeps the cooldown: a second opening 1.2 s after the trigger is refused (75)",
-          arguments: [SIGKILL, SIGTERM])
+    @Test(
+        "4. Killing an opener mid-cycle keeps the cooldown: a second opening 1.2 s after the trigger is refused (75)",
+        arguments: [SIGKILL, SIGTERM]
+    )
     func killedOpenerKeepsCooldown(signal: Int32) throws {
         let sim = try Simulator(["--hold-ms", "1500"])
-        let config = try TestConfig("""
+        let config = try TestConfig(
+            """
             [udp]
             host = "127.0.0.1"
             port = \(sim.udpPort)
             [runtime]
             cooldown = 2
-            """)
+            """
+        )
         let environment = GateRunner.isolatedEnvironment()
         let first = try GateRunner.start(["open", "--config", config.path], environment: environment)
         let seen = try waitUntil(.seconds(10)) { try !sim.activations().isEmpty }
@@ -167,14 +183,23 @@ struct NeverTwiceTests {
         let second = try GateRunner.run(["open", "--json", "--config", config.path], environment: environment)
         let ended = try first.finish(timeout: .seconds(20))
         if signal == SIGKILL {
-            #expect(first.endedBySignal && ended.status == SIGKILL, "the first opener was not killed mid-cycle: \(ended.summary)")
+            #expect(
+                first.endedBySignal && ended.status == SIGKILL,
+                "the first opener was not killed mid-cycle: \(ended.summary)"
+            )
         }
 
-        #expect(second.status == 75, "second opening started \(String(format: "%.2f", secondStart)) s after the trigger\n\(second.summary)")
+        #expect(
+            second.status == 75,
+            "second opening started \(String(format: "%.2f", secondStart)) s after the trigger\n\(second.summary)"
+        )
         #expect(try second.json()["error"] as? String == "operationInProgress", "\(second.stdout)")
         let activations = try sim.activations()
         #expect(activations.count == 1, "\(activations)")
-        #expect(sim.receivedTriggers().count == 1, "a second trigger was sent: \(sim.receivedTriggers())\nfirst opener: \(ended.summary)")
+        #expect(
+            sim.receivedTriggers().count == 1,
+            "a second trigger was sent: \(sim.receivedTriggers())\nfirst opener: \(ended.summary)"
+        )
     }
 
     // MARK: 5
@@ -214,7 +239,9 @@ struct NeverTwiceTests {
 
     // MARK: 6
 
-    @Test("6. A relay known to be active (another client's cycle) is not triggered: the press is refused, 'the relay is active'")
+    @Test(
+        "6. A relay known to be active (another client's cycle) is not triggered: the press is refused, 'the relay is active'"
+    )
     func busyRelayNotTriggered() throws {
         let broker = try MosquittoBroker(.plain)
         let sim = try Simulator(NeverTwice.simulatorMQTT(broker) + ["--hold-ms", "3000"])
@@ -226,17 +253,24 @@ struct NeverTwiceTests {
 
         // Another client (the phone app) triggers the relay through the broker.
         try broker.publish(topic: NeverTwice.triggerTopic, payload: String(Int(Date().timeIntervalSince1970)), qos: 0)
-        try #require(try waitUntil(.seconds(5)) { try !sim.activations().isEmpty }, "the foreign trigger did not reach the relay")
+        try #require(
+            try waitUntil(.seconds(5)) { try !sim.activations().isEmpty },
+            "the foreign trigger did not reach the relay"
+        )
         // The daemon has seen the 1 once the status file says so; at most ~1.5 s more otherwise.
         let shown = waitUntil(.milliseconds(1500)) {
             let status = daemon.status()
-            return status?["source"] as? String == "elsewhere" && status?["state"] as? String == "waiting_for_relay_close"
+            return status?["source"] as? String == "elsewhere"
+                && status?["state"] as? String == "waiting_for_relay_close"
         }
         try daemon.press()
 
         let refused = daemon.waitForLog("relay is active", timeout: .seconds(5))
         let buttonLines = daemon.logLines(containing: "button")
-        #expect(refused, "the press was not refused because the relay is active (status showed elsewhere: \(shown)); button lines: \(buttonLines)")
+        #expect(
+            refused,
+            "the press was not refused because the relay is active (status showed elsewhere: \(shown)); button lines: \(buttonLines)"
+        )
         let lines = daemon.logLines(containing: "relay is active")
         #expect(lines.contains { $0.contains("button") }, "the refusal must be the button's: \(lines)")
 

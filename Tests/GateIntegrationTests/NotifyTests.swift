@@ -1,11 +1,13 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// `key=value` from a daemon log line (`id=7`).
 private func value(_ key: String, in line: String) -> String? {
@@ -15,13 +17,21 @@ private func value(_ key: String, in line: String) -> String? {
 
 @Suite("Desktop notifications (docs/CONTRACT.md#desktop, [notify])", .serialized)
 struct NotifyTests {
-    @Test("A real notification server: one notification per opening, replaced as it goes; own openings only when they fail or with every_opening; reload")
+    @Test(
+        "A real notification server: one notification per opening, replaced as it goes; own openings only when they fail or with every_opening; reload"
+    )
     func realServer() throws {
         let session = try SecretSession(notificationServer: true)
         let sim = try Simulator(["--hold-ms", "100"])
         let environment = session.environment()
-        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n"))
-        let daemon = try DaemonProcess(config: config.path, environment: environment, extraArguments: ["--log-level", "debug"])
+        let config = try TestConfig(
+            daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n")
+        )
+        let daemon = try DaemonProcess(
+            config: config.path,
+            environment: environment,
+            extraArguments: ["--log-level", "debug"]
+        )
         try daemon.waitForReady()
         daemon.waitForSettling()
         #expect(daemon.waitForLog("desktop notifications on"), "\(daemon.log)")
@@ -29,7 +39,10 @@ struct NotifyTests {
         func history(count: Int) throws -> [(id: Int, summary: String, body: String)] {
             try session.closeAllNotifications()
             var found: [(id: Int, summary: String, body: String)] = []
-            _ = try waitUntil { found = try session.notificationHistory(); return found.count >= count }
+            _ = try waitUntil {
+                found = try session.notificationHistory()
+                return found.count >= count
+            }
             return found
         }
 
@@ -51,7 +64,10 @@ struct NotifyTests {
         #expect(shown.first.map { String($0.id) } == id)
         #expect(shown.first?.summary.hasPrefix("Gate: relay cycle confirmed (udp, ") == true, "\(shown)")
         #expect(shown.first?.body == "source: button")
-        #expect(!shown.contains { $0.summary.contains("opened") }, "the relay cycle is confirmed, not the gate's movement")
+        #expect(
+            !shown.contains { $0.summary.contains("opened") },
+            "the relay cycle is confirmed, not the gate's movement"
+        )
 
         // 2. This desktop's own CLI: nothing when it succeeds; its failure in words.
         let own = try GateRunner.run(["open", "--config", config.path], environment: environment)
@@ -66,8 +82,12 @@ struct NotifyTests {
         #expect(shown.first?.body.contains("no adapter reached the ESP32") == true, "\(shown)")
 
         // 3. every_opening on reload: the CLI's successful opening is notified too.
-        try daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\nevery_opening = true\n")
-            .write(toFile: config.path, atomically: true, encoding: .utf8)
+        try daemonConfigText(
+            udpPort: sim.udpPort,
+            cooldown: 0,
+            extra: "[notify]\ntimeout_ms = 0\nevery_opening = true\n"
+        )
+        .write(toFile: config.path, atomically: true, encoding: .utf8)
         #expect(daemon.waitForLog("configuration reloaded; changed: notify.every_opening"), "\(daemon.log)")
         let every = try GateRunner.run(["open", "--config", config.path], environment: environment)
         #expect(every.status == 0, "\(every.stderr)")
@@ -77,7 +97,11 @@ struct NotifyTests {
         #expect(shown.first?.body == "source: cli", "\(shown)")
 
         // 4. [notify] removed: nothing; added again: the next opening only.
-        try daemonConfigText(udpPort: sim.udpPort, cooldown: 0).write(toFile: config.path, atomically: true, encoding: .utf8)
+        try daemonConfigText(udpPort: sim.udpPort, cooldown: 0).write(
+            toFile: config.path,
+            atomically: true,
+            encoding: .utf8
+        )
         #expect(daemon.waitForLog("configuration reloaded; changed: notify (removed)"), "\(daemon.log)")
         #expect(daemon.waitForLog("desktop notifications off"), "\(daemon.log)")
         let unnoticed = try daemon.press()
@@ -88,7 +112,10 @@ struct NotifyTests {
         #expect(daemon.waitForLog("desktop notifications on", count: 2), "\(daemon.log)")
         let noticed = try daemon.press()
         #expect(daemon.waitForPressHandled(edgeNs: noticed), "\(daemon.log)")
-        #expect(daemon.waitForLog("desktop notification shown", "Gate: relay cycle confirmed", count: 2), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog("desktop notification shown", "Gate: relay cycle confirmed", count: 2),
+            "\(daemon.log)"
+        )
         shown = try history(count: 4)
         #expect(shown.count == 4, "the press while [notify] was absent made none: \(shown)")
         #expect(shown.first?.body == "source: button", "\(shown)")
@@ -103,7 +130,13 @@ struct NotifyTests {
         let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
         try daemon.waitForReady()
         daemon.waitForSettling()
-        #expect(daemon.waitForLog("desktop notifications ([notify]) cannot be shown", "DBUS_SESSION_BUS_ADDRESS is not set"), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog(
+                "desktop notifications ([notify]) cannot be shown",
+                "DBUS_SESSION_BUS_ADDRESS is not set"
+            ),
+            "\(daemon.log)"
+        )
         let press = try daemon.press()
         #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
         #expect(DaemonFiles.last(daemon.status())?["outcome"] as? String == "success")
@@ -115,20 +148,35 @@ struct NotifyTests {
     func serverGone() throws {
         let session = try SecretSession(notificationServer: true)
         let sim = try Simulator(["--hold-ms", "100"])
-        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n"))
-        let daemon = try DaemonProcess(config: config.path, environment: session.environment(), extraArguments: ["--log-level", "debug"])
+        let config = try TestConfig(
+            daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n")
+        )
+        let daemon = try DaemonProcess(
+            config: config.path,
+            environment: session.environment(),
+            extraArguments: ["--log-level", "debug"]
+        )
         try daemon.waitForReady()
         daemon.waitForSettling()
         try session.stopNotificationServer()
         let press = try daemon.press()
         #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
-        #expect(daemon.waitForLog("cannot show a desktop notification: Notify: org.freedesktop.DBus.Error"), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog("cannot show a desktop notification: Notify: org.freedesktop.DBus.Error"),
+            "\(daemon.log)"
+        )
         #expect(DaemonFiles.last(daemon.status())?["outcome"] as? String == "success")
-        #expect(daemon.logLines(containing: "warning: cannot show a desktop notification").count == 1, "said once: \(daemon.log)")
+        #expect(
+            daemon.logLines(containing: "warning: cannot show a desktop notification").count == 1,
+            "said once: \(daemon.log)"
+        )
         let before = daemon.logLines(containing: "cannot show a desktop notification").count
         let again = try daemon.press()
         #expect(daemon.waitForPressHandled(edgeNs: again), "\(daemon.log)")
-        #expect(daemon.waitForLog("cannot show a desktop notification", count: before + 1), "tried again at the next opening: \(daemon.log)")
+        #expect(
+            daemon.waitForLog("cannot show a desktop notification", count: before + 1),
+            "tried again at the next opening: \(daemon.log)"
+        )
         #expect(try sim.activations().count == 2)
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
@@ -142,7 +190,12 @@ struct NotifyTests {
 
     @Test("gate does not link libsystemd (sd-bus is loaded when the first notification is shown)")
     func notLinked() throws {
-        let run = try SessionCommand.run("/usr/bin/ldd", [try GateRunner.binary().path], stdin: nil, environment: ProcessInfo.processInfo.environment)
+        let run = try SessionCommand.run(
+            "/usr/bin/ldd",
+            [try GateRunner.binary().path],
+            stdin: nil,
+            environment: ProcessInfo.processInfo.environment
+        )
         #expect(run.status == 0, "\(run.summary)")
         #expect(!run.stdout.contains("libsystemd"), "gate links libsystemd:\n\(run.stdout)")
     }

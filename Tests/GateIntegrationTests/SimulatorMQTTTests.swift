@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -185,7 +186,10 @@ struct SimulatorMQTTTests {
     @Test func untrustedCertificateExitsOneWithTheTLSError() throws {
         let broker = try MosquittoBroker(.tls)
         let otherCA = try MosquittoBroker.makeUnrelatedCA(in: broker.directory.appendingPathComponent("other"))
-        let arguments = ["--udp", "127.0.0.1:0", "--mqtt-host", broker.host, "--mqtt-port", String(broker.port), "--mqtt-tls-ca", otherCA]
+        let arguments = [
+            "--udp", "127.0.0.1:0", "--mqtt-host", broker.host, "--mqtt-port", String(broker.port), "--mqtt-tls-ca",
+            otherCA,
+        ]
         let result = try Simulator.run(arguments)
         #expect(result.termination == .exited(1))
         #expect(result.stderr.contains("certificate verify failed"), "\(result.stderr)")
@@ -194,9 +198,15 @@ struct SimulatorMQTTTests {
 
     @Test func noCONNACKWithinTenSecondsExitsOne() throws {
         let silent = try SilentTCPListener()  // accepts in the kernel, never answers
-        let result = try Simulator.run(["--udp", "127.0.0.1:0", "--mqtt-host", "127.0.0.1", "--mqtt-port", String(silent.port)], timeout: .seconds(20))
+        let result = try Simulator.run(
+            ["--udp", "127.0.0.1:0", "--mqtt-host", "127.0.0.1", "--mqtt-port", String(silent.port)],
+            timeout: .seconds(20)
+        )
         #expect(result.termination == .exited(1))
-        #expect(result.stderr.contains("127.0.0.1:\(silent.port)") && result.stderr.contains("within 10 s"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("127.0.0.1:\(silent.port)") && result.stderr.contains("within 10 s"),
+            "\(result.stderr)"
+        )
     }
 
     @Test func signalWhileConnectingExitsZero() throws {
@@ -235,7 +245,10 @@ struct SimulatorMQTTTests {
         let broker = try MosquittoBroker(.plain)
         let sim = try Simulator(options(broker, hold: 100))
         try broker.restart()
-        try #require(waitFor(within: .seconds(15)) { sim.stderrText.contains("subscribed to \(Self.trigger) again") }, "\(sim.stderrText)")
+        try #require(
+            waitFor(within: .seconds(15)) { sim.stderrText.contains("subscribed to \(Self.trigger) again") },
+            "\(sim.stderrText)"
+        )
         let watcher = try StatusWatcher(broker)
         _ = try publishTrigger(broker)
         #expect(watcher.wait(count: 2, within: .seconds(5)).map(\.payload) == ["1", "0"])
@@ -269,7 +282,10 @@ private final class StatusWatcher {
             MosquittoBroker.mosquittoSub,
             broker.clientArguments(credentials: .brokerDefault, trust: .brokerCA)
                 + ["-t", topic, "-t", marker, "-F", "%U %r %t %p"],
-            stdout: output, stderr: directory.appendingPathComponent("stderr"), watchdog: true)
+            stdout: output,
+            stderr: directory.appendingPathComponent("stderr"),
+            watchdog: true
+        )
         let seen = waitFor(within: .seconds(10)) {
             _ = try? broker.runPublish(topic: marker, payload: "ready", qos: 0)
             return waitFor(within: .milliseconds(250)) { self.lines().contains { $0.contains(marker) } }

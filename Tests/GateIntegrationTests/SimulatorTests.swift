@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -228,9 +229,11 @@ struct SimulatorTests {
 
     @Test(arguments: [
         ["--mqtt-port", "1883"], ["--mqtt-username", "u"], ["--fault", "mqtt:garbage"], ["--fault", "udp-off"],
-        ["--mqtt-host", "h", "--fault", "udp-off", "--fault", "mqtt-off"], ["--fault", "silent", "--fault", "udp:garbage"],
+        ["--mqtt-host", "h", "--fault", "udp-off", "--fault", "mqtt-off"],
+        ["--fault", "silent", "--fault", "udp:garbage"],
         ["--fault", "mqtt:udp-off"], ["--fault", "tcp:silent"], ["--mqtt-host", "h", "--mqtt-port", "0"],
-        ["--mqtt-host", "h", "--mqtt-trigger-topic", "a/#"], ["--mqtt-host", "h", "--mqtt-status-topic", "iot/house/gate/esp32/trigger"],
+        ["--mqtt-host", "h", "--mqtt-trigger-topic", "a/#"],
+        ["--mqtt-host", "h", "--mqtt-status-topic", "iot/house/gate/esp32/trigger"],
     ])
     func inconsistentOptionsAreUsageErrors(arguments: [String]) throws {
         let result = try Simulator.run(["--udp", "127.0.0.1:0"] + arguments)
@@ -255,9 +258,11 @@ struct SimulatorTests {
         #expect(result.termination == .exited(0))
         // Help text is wrapped to the terminal: compare with the line breaks taken out.
         let text = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        for word in ["--mqtt-host", "--mqtt-port", "--mqtt-username", "--mqtt-tls-ca", "--mqtt-trigger-topic",
-                     "--mqtt-status-topic", "ESP32_SIM_MQTT_PASSWORD", "udp-off", "mqtt-off", "udp:silent",
-                     "mqtt:garbage", "relay change is published", #""via":"mqtt""#] {
+        for word in [
+            "--mqtt-host", "--mqtt-port", "--mqtt-username", "--mqtt-tls-ca", "--mqtt-trigger-topic",
+            "--mqtt-status-topic", "ESP32_SIM_MQTT_PASSWORD", "udp-off", "mqtt-off", "udp:silent",
+            "mqtt:garbage", "relay change is published", #""via":"mqtt""#,
+        ] {
             #expect(text.contains(word), "--help mentions \(word)")
         }
     }

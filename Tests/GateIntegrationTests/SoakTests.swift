@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import GateTestSupport
+import Testing
 
 /// The short soak of the normal test run (issue 7): consecutive openings sharing one
 /// runtime folder, as on an appliance, each confirmed, each exactly one activation.

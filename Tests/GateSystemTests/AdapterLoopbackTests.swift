@@ -12,7 +12,9 @@ struct AdapterLoopbackTests {
     private static let triggerTopic = MQTTConfig.defaultTriggerTopic
     private static let statusTopic = MQTTConfig.defaultStatusTopic
 
-    @Test("UDP: datagrams that arrived while the adapter was not reading are drained before 'no answer': evidence, no fallback")
+    @Test(
+        "UDP: datagrams that arrived while the adapter was not reading are drained before 'no answer': evidence, no fallback"
+    )
     func udpDrainsBeforeNoAnswer() async throws {
         let esp = try FakeESP32()
         let marker = try LoopbackSocket(.udp)
@@ -43,21 +45,40 @@ struct AdapterLoopbackTests {
             clock.advance(to: deadline + .milliseconds(1))
         }
         let bench = try PipelineBench(logs: logs, clock: clock)
-        let udp = UDPAdapter(host: "127.0.0.1", port: Int(esp.port), onLinkOnly: true, interfaces: { .success([]) }, logger: logs.logger())
-        let mqtt = ScriptedAdapter(.mqtt, script: [.send, .report(.relay(.activated)), .report(.relay(.released)), .finish])
+        let udp = UDPAdapter(
+            host: "127.0.0.1",
+            port: Int(esp.port),
+            onLinkOnly: true,
+            interfaces: { .success([]) },
+            logger: logs.logger()
+        )
+        let mqtt = ScriptedAdapter(
+            .mqtt,
+            script: [.send, .report(.relay(.activated)), .report(.relay(.released)), .finish]
+        )
 
-        let result = await bench.open(bench.pipeline([udp, mqtt]), config: PipelineBench.config(udpPort: Int(esp.port)))
+        let result = await bench.open(
+            bench.pipeline([udp, mqtt]),
+            config: PipelineBench.config(udpPort: Int(esp.port))
+        )
 
         #expect(problem.withLock { $0 } == nil, "\(problem.withLock { $0 } ?? "")")
-        #expect(mqtt.attempts.isEmpty, "MQTT was tried although the ESP32 had answered: \(result.summaries)\n\(logs.text)")
+        #expect(
+            mqtt.attempts.isEmpty,
+            "MQTT was tried although the ESP32 had answered: \(result.summaries)\n\(logs.text)"
+        )
         #expect(result.error == .operationTimeout, "\(result.message)")
-        #expect(result.summaries == [AttemptSummary(.udp, .timeout, sent: true, .activatedAtDeadline(budget: .seconds(2)))])
+        #expect(
+            result.summaries == [AttemptSummary(.udp, .timeout, sent: true, .activatedAtDeadline(budget: .seconds(2)))]
+        )
         let read = logs.entries(message: "datagram received").compactMap { $0.metadata["bytes"] }
         #expect(read == ["0x01", "0x00"], "\(logs.text)")
         #expect(try esp.receive(within: .milliseconds(200)) == nil, "a second trigger reached the ESP32")
     }
 
-    @Test("MQTT one-shot on a real broker: SUBACK before the publish, a retained 1 ignored, a trigger met with silence is no_answer with trigger_sent")
+    @Test(
+        "MQTT one-shot on a real broker: SUBACK before the publish, a retained 1 ignored, a trigger met with silence is no_answer with trigger_sent"
+    )
     func mqttOneShotExchange() async throws {
         let broker = try MosquittoBroker()
         // Another client's cycle, long over: stale by definition, delivered with the SUBACK.
@@ -82,25 +103,47 @@ struct AdapterLoopbackTests {
             }
         }
         let bench = try PipelineBench(logs: logs, clock: clock)
-        let config = GateConfig(mqtt: MQTTConfig(host: "127.0.0.1", port: Int(proxy.port), timeout: 5), runtime: RuntimeConfig())
-        let mqtt = MQTTAdapter(config: try #require(config.mqtt), credentials: CredentialLookup(sources: []), logger: logs.logger())
+        let config = GateConfig(
+            mqtt: MQTTConfig(host: "127.0.0.1", port: Int(proxy.port), timeout: 5),
+            runtime: RuntimeConfig()
+        )
+        let mqtt = MQTTAdapter(
+            config: try #require(config.mqtt),
+            credentials: CredentialLookup(sources: []),
+            logger: logs.logger()
+        )
 
         let opening = Task {
-            await bench.open(bench.pipeline([mqtt]), config: config, request: OpeningRequest(source: "test", selection: .mqtt))
+            await bench.open(
+                bench.pipeline([mqtt]),
+                config: config,
+                request: OpeningRequest(source: "test", selection: .mqtt)
+            )
         }
         // Nobody answers the trigger; once it is at the broker, the budget ends.
-        #expect(await eventually { !recorder.messages(topic: Self.triggerTopic).isEmpty },
-                "no trigger reached the broker\n\(logs.text)\n\(broker.logText)")
+        #expect(
+            await eventually { !recorder.messages(topic: Self.triggerTopic).isEmpty },
+            "no trigger reached the broker\n\(logs.text)\n\(broker.logText)"
+        )
         clock.advance(to: deadline + .milliseconds(1))
         let result = await opening.value
 
         #expect(result.error == .operationTimeout, "\(result.message)\n\(logs.text)")
         #expect(result.exitCode == 124)
-        #expect(result.summaries == [AttemptSummary(.mqtt, .noAnswer, sent: true, .noAnswer(budget: budget))], "\(logs.text)")
+        #expect(
+            result.summaries == [AttemptSummary(.mqtt, .noAnswer, sent: true, .noAnswer(budget: budget))],
+            "\(logs.text)"
+        )
         let id = try #require(clientID.withLock { $0 }, "the exchange never said its client id\n\(logs.text)")
-        #expect(subackBeforePublish.withLock { $0 } == true, "the trigger was published before the broker sent its SUBACK\n\(broker.logText)")
+        #expect(
+            subackBeforePublish.withLock { $0 } == true,
+            "the trigger was published before the broker sent its SUBACK\n\(broker.logText)"
+        )
         // The retained 1 did reach this client, and was not taken for relay activity.
-        #expect(broker.logText.contains("Sending PUBLISH to \(id) (d0, q0, r1, m0, '\(Self.statusTopic)'"), "\(broker.logText)")
+        #expect(
+            broker.logText.contains("Sending PUBLISH to \(id) (d0, q0, r1, m0, '\(Self.statusTopic)'"),
+            "\(broker.logText)"
+        )
         #expect(logs.entries(message: "retained status ignored").count == 1, "\(logs.text)")
         let triggers = recorder.messages(topic: Self.triggerTopic)
         #expect(triggers.count == 1 && triggers.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }, "\(triggers)")

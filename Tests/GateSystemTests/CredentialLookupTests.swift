@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GateSystem
 
 @Suite("MQTT password lookup")
@@ -38,13 +39,17 @@ struct CredentialLookupTests {
 
     @Test("A directory without the file is 'no entry'; an empty file is refused")
     func missingAndEmpty() throws {
-        let none = CredentialLookup(sources: [SystemdCredentials(environment: ["CREDENTIALS_DIRECTORY": try directory(with: nil)])])
+        let none = CredentialLookup(sources: [
+            SystemdCredentials(environment: ["CREDENTIALS_DIRECTORY": try directory(with: nil)])
+        ])
         guard case .failure(let missing) = none.mqttPassword() else {
             Issue.record("found a password in an empty directory")
             return
         }
         #expect(missing.message.contains("no entry"))
-        let empty = CredentialLookup(sources: [SystemdCredentials(environment: ["CREDENTIALS_DIRECTORY": try directory(with: "\n")])])
+        let empty = CredentialLookup(sources: [
+            SystemdCredentials(environment: ["CREDENTIALS_DIRECTORY": try directory(with: "\n")])
+        ])
         guard case .failure(let emptyFailure) = empty.mqttPassword() else {
             Issue.record("accepted an empty password")
             return
@@ -61,7 +66,9 @@ struct CredentialLookupTests {
                 value.map { .found(Secret(bytes: Array($0.utf8))) } ?? .notFound
             }
         }
-        let lookup = CredentialLookup(sources: [Fixed(name: "a", value: nil), Fixed(name: "b", value: "second"), Fixed(name: "c", value: "third")])
+        let lookup = CredentialLookup(sources: [
+            Fixed(name: "a", value: nil), Fixed(name: "b", value: "second"), Fixed(name: "c", value: "third"),
+        ])
         #expect(password(lookup) == "second")
     }
 

@@ -28,7 +28,10 @@ struct OpeningPipelineTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("The budget covers the whole attempt: a send after the deadline is withheld, and the next adapter goes", arguments: LateSend.allCases)
+    @Test(
+        "The budget covers the whole attempt: a send after the deadline is withheld, and the next adapter goes",
+        arguments: LateSend.allCases
+    )
     func budgetCoversTheWholeAttempt(_ late: LateSend) async throws {
         let bench = try PipelineBench()
         let resolved = ScriptLatch()
@@ -42,7 +45,10 @@ struct OpeningPipelineTests {
         let udp = ScriptedAdapter(.udp, script: udpScript)
         let mqttSent = Mutex<MonotonicInstant?>(nil)
         let clock = bench.clock
-        let mqtt = ScriptedAdapter(.mqtt, script: [.sendRunning { mqttSent.withLock { $0 = clock.now() } }, Self.activated, Self.released, .finish])
+        let mqtt = ScriptedAdapter(
+            .mqtt,
+            script: [.sendRunning { mqttSent.withLock { $0 = clock.now() } }, Self.activated, Self.released, .finish]
+        )
         let pipeline = bench.pipeline(udp, mqtt)
 
         let opening = Task { await bench.open(pipeline, config: PipelineBench.config()) }
@@ -59,15 +65,25 @@ struct OpeningPipelineTests {
         #expect(mqtt.triggersSent == 1)
         #expect(result.error == nil, "\(result.message)")
         #expect(result.adapter == .mqtt)
-        #expect(result.summaries == [
-            AttemptSummary(.udp, .unreachable, sent: false, .withheld(.budgetSpent(during: "resolving gate.local"))),
-            AttemptSummary(.mqtt, .success, sent: true),
-        ], "\(bench.logs.text)")
+        #expect(
+            result.summaries == [
+                AttemptSummary(
+                    .udp,
+                    .unreachable,
+                    sent: false,
+                    .withheld(.budgetSpent(during: "resolving gate.local"))
+                ),
+                AttemptSummary(.mqtt, .success, sent: true),
+            ],
+            "\(bench.logs.text)"
+        )
         // The one trigger stamped for the cooldown is MQTT's.
         let stamped = bench.runtime.lockRecord?.triggeredMonotonicNs
         #expect(stamped != nil && stamped == mqttSent.withLock { $0 }?.nanoseconds)
         // The log says the same, line by line.
-        let finished = bench.logs.entries(message: "adapter finished").map { [$0.metadata["adapter"], $0.metadata["trigger_sent"]] }
+        let finished = bench.logs.entries(message: "adapter finished").map {
+            [$0.metadata["adapter"], $0.metadata["trigger_sent"]]
+        }
         #expect(finished == [["udp", "false"], ["mqtt", "true"]], "\(bench.logs.text)")
     }
 
@@ -81,7 +97,10 @@ struct OpeningPipelineTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("Evidence from any channel: the status feed's 1/0 after a UDP trigger counts, and no MQTT trigger follows", arguments: FeedEvidence.allCases)
+    @Test(
+        "Evidence from any channel: the status feed's 1/0 after a UDP trigger counts, and no MQTT trigger follows",
+        arguments: FeedEvidence.allCases
+    )
     func evidenceFromAnyChannel(_ evidence: FeedEvidence) async throws {
         let feed = FakeStatusFeed()
         let bench = try PipelineBench(feed: feed)
@@ -89,9 +108,15 @@ struct OpeningPipelineTests {
         switch evidence {
         case .fullCycle:
             // The UDP answer itself never comes: only the status topic carries the cycle.
-            udpScript = [.send, .run { _ in feed.deliver(.activated) }, .run { _ in feed.deliver(.released) }, .waitForCancel, .finish]
+            udpScript = [
+                .send, .run { _ in feed.deliver(.activated) }, .run { _ in feed.deliver(.released) }, .waitForCancel,
+                .finish,
+            ]
         case .activationOnly:
-            udpScript = [.send, .run { _ in feed.deliver(.activated) }, .passDeadline(bench.clock), .report(.deadlineReached), .finish]
+            udpScript = [
+                .send, .run { _ in feed.deliver(.activated) }, .passDeadline(bench.clock), .report(.deadlineReached),
+                .finish,
+            ]
         }
         let udp = ScriptedAdapter(.udp, script: udpScript)
         let mqtt = ScriptedAdapter(.mqtt, script: Self.mqttCycle)
@@ -100,7 +125,10 @@ struct OpeningPipelineTests {
 
         #expect(mqtt.attempts.isEmpty, "MQTT was tried after the relay answered on the status topic")
         #expect(udp.triggersSent + mqtt.triggersSent == 1)
-        #expect(feed.attachments == 1 && feed.attached == 0, "the opening must attach to the feed and detach at its end")
+        #expect(
+            feed.attachments == 1 && feed.attached == 0,
+            "the opening must attach to the feed and detach at its end"
+        )
         switch evidence {
         case .fullCycle:
             #expect(result.error == nil, "\(result.message)\n\(bench.logs.text)")
@@ -123,12 +151,21 @@ struct OpeningPipelineTests {
 
     /// The permit and the machine must agree on what a stray status message means:
     /// a lone `0` is evidence (no fallback, 124); garbage is not (MQTT goes, and can confirm).
-    @Test("A stray status message after a UDP trigger: a lone 0 stops the fallback (124), garbage lets MQTT go", arguments: StrayStatus.allCases)
+    @Test(
+        "A stray status message after a UDP trigger: a lone 0 stops the fallback (124), garbage lets MQTT go",
+        arguments: StrayStatus.allCases
+    )
     func strayStatusAfterUDPTrigger(_ stray: StrayStatus) async throws {
         let feed = FakeStatusFeed()
         let bench = try PipelineBench(feed: feed)
-        let report: RelayObserver.Report = stray == .loneRelease ? .released : .invalid(.unexpectedPayload(Array("x".utf8), count: 1, topic: "t"))
-        let udp = ScriptedAdapter(.udp, script: [.send, .run { _ in feed.deliver(report) }, .report(.unreachable("ICMP port unreachable")), .finish])
+        let report: RelayObserver.Report =
+            stray == .loneRelease ? .released : .invalid(.unexpectedPayload(Array("x".utf8), count: 1, topic: "t"))
+        let udp = ScriptedAdapter(
+            .udp,
+            script: [
+                .send, .run { _ in feed.deliver(report) }, .report(.unreachable("ICMP port unreachable")), .finish,
+            ]
+        )
         let mqtt = ScriptedAdapter(.mqtt, script: Self.mqttCycle)
 
         let result = await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config())
@@ -155,7 +192,10 @@ struct OpeningPipelineTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("Arrival time counts: an answer stamped before the deadline counts when read after it; a late 1 is a timeout without fallback", arguments: Arrival.allCases)
+    @Test(
+        "Arrival time counts: an answer stamped before the deadline counts when read after it; a late 1 is a timeout without fallback",
+        arguments: Arrival.allCases
+    )
     func arrivalTimeCounts(_ arrival: Arrival) async throws {
         let bench = try PipelineBench()
         let udpScript: [ScriptedAdapter.Step]
@@ -180,7 +220,11 @@ struct OpeningPipelineTests {
         case .lateActivation:
             #expect(result.error == .operationTimeout)
             #expect(result.exitCode == 124)
-            #expect(result.summaries == [AttemptSummary(.udp, .timeout, sent: true, .activatedAtDeadline(budget: .seconds(2)))])
+            #expect(
+                result.summaries == [
+                    AttemptSummary(.udp, .timeout, sent: true, .activatedAtDeadline(budget: .seconds(2)))
+                ]
+            )
             #expect(result.message.contains("may have cycled"))
         }
     }
@@ -197,7 +241,10 @@ struct OpeningPipelineTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("A busy relay is not triggered: nothing sent, operationInProgress (75), 'the relay is active'", arguments: Busy.allCases)
+    @Test(
+        "A busy relay is not triggered: nothing sent, operationInProgress (75), 'the relay is active'",
+        arguments: Busy.allCases
+    )
     func busyRelayIsNotTriggered(_ busy: Busy) async throws {
         let feed = FakeStatusFeed(relayActive: busy == .feedSaysActive)
         let bench = try PipelineBench(feed: feed)
@@ -209,12 +256,18 @@ struct OpeningPipelineTests {
             udp = ScriptedAdapter(.udp, script: [.send, Self.activated, Self.released, .finish])
             mqtt = ScriptedAdapter(.mqtt, script: Self.mqttCycle)
         case .feedActivationBeforeTheSend:
-            udp = ScriptedAdapter(.udp, script: [.run { _ in feed.deliver(.activated) }, .send, Self.activated, Self.released, .finish])
+            udp = ScriptedAdapter(
+                .udp,
+                script: [.run { _ in feed.deliver(.activated) }, .send, Self.activated, Self.released, .finish]
+            )
             mqtt = ScriptedAdapter(.mqtt, script: Self.mqttCycle)
         case .ownSubscriptionBeforeThePublish:
             config.udp = nil
             udp = ScriptedAdapter(.udp, script: [.send, .finish])
-            mqtt = ScriptedAdapter(.mqtt, script: [.observe(.activated), .send, Self.activated, Self.released, .finish])
+            mqtt = ScriptedAdapter(
+                .mqtt,
+                script: [.observe(.activated), .send, Self.activated, Self.released, .finish]
+            )
         }
 
         let result = await bench.open(bench.pipeline(udp, mqtt), config: config)
@@ -232,25 +285,33 @@ struct OpeningPipelineTests {
             #expect(mqtt.attempts.isEmpty, "another adapter was tried on a busy relay")
             #expect(result.summaries == [AttemptSummary(.udp, .skipped, sent: false, .withheld(.relayActive))])
         case .ownSubscriptionBeforeThePublish:
-            #expect(result.summaries == [
-                AttemptSummary(.udp, .skipped, sent: false, .notConfigured(.udp)),
-                AttemptSummary(.mqtt, .skipped, sent: false, .withheld(.relayActive)),
-            ])
+            #expect(
+                result.summaries == [
+                    AttemptSummary(.udp, .skipped, sent: false, .notConfigured(.udp)),
+                    AttemptSummary(.mqtt, .skipped, sent: false, .withheld(.relayActive)),
+                ]
+            )
         }
     }
 
     // MARK: - The cooldown survives the opener
 
-    @Test("The cooldown survives the opener: the trigger is stamped in the lock file before it is sent, and the next opening is refused (75)")
+    @Test(
+        "The cooldown survives the opener: the trigger is stamped in the lock file before it is sent, and the next opening is refused (75)"
+    )
     func cooldownSurvivesTheOpener() async throws {
         let bench = try PipelineBench()
         let clock = bench.clock
         let runtime = bench.runtime
         // What the lock file said while the trigger left, and the clock at that moment.
         let atTheSend = Mutex<(text: String?, now: MonotonicInstant)?>(nil)
-        let udp = ScriptedAdapter(.udp, script: [
-            .sendRunning { atTheSend.withLock { $0 = (runtime.lockFileText, clock.now()) } }, Self.activated, Self.released, .finish,
-        ])
+        let udp = ScriptedAdapter(
+            .udp,
+            script: [
+                .sendRunning { atTheSend.withLock { $0 = (runtime.lockFileText, clock.now()) } }, Self.activated,
+                Self.released, .finish,
+            ]
+        )
         let mqtt = ScriptedAdapter(.mqtt, script: Self.mqttCycle)
         // A long cooldown, so that a slow machine cannot outlive it between two openings.
         let config = PipelineBench.config(cooldown: 600)
@@ -259,16 +320,24 @@ struct OpeningPipelineTests {
         let first = await bench.open(pipeline, config: config)
         #expect(first.error == nil, "\(first.message)")
         let seen = try #require(atTheSend.withLock { $0 }, "the send never ran")
-        let record = try #require(seen.text.flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap(LockRecord.init(json:)),
-                                  "no lock record while the trigger left: \(seen.text ?? "nil")")
-        #expect(record.triggeredMonotonicNs == seen.now.nanoseconds, "the trigger was not stamped before it was sent: \(seen.text ?? "")")
+        let record = try #require(
+            seen.text.flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap(LockRecord.init(json:)),
+            "no lock record while the trigger left: \(seen.text ?? "nil")"
+        )
+        #expect(
+            record.triggeredMonotonicNs == seen.now.nanoseconds,
+            "the trigger was not stamped before it was sent: \(seen.text ?? "")"
+        )
         #expect(record.endedMonotonicNs == nil)
 
         let second = await bench.open(pipeline, config: config)
         #expect(second.error == .operationInProgress)
         #expect(second.exitCode == 75)
         #expect(second.message.contains("cooldown"), "\(second.message)")
-        #expect(udp.attempts.count == 1 && udp.triggersSent == 1 && mqtt.attempts.isEmpty, "the refused opening started an adapter")
+        #expect(
+            udp.attempts.count == 1 && udp.triggersSent == 1 && mqtt.attempts.isEmpty,
+            "the refused opening started an adapter"
+        )
 
         // An opener killed right after its send leaves the lock file as it was then: no end.
         // Its trigger alone must hold the next opening back.
@@ -296,33 +365,73 @@ struct OpeningPipelineTests {
     }
 
     static let attemptsCases: [AttemptsCase] = [
-        AttemptsCase(name: "UDP confirms: UDP alone", udpConfigured: true,
-                     udp: [.send, activated, released, .finish], mqtt: mqttCycle,
-                     expected: [AttemptSummary(.udp, .success, sent: true)], error: nil),
-        AttemptsCase(name: "UDP confirms, MQTT not configured: nothing listed after UDP", udpConfigured: true, mqttConfigured: false,
-                     udp: [.send, activated, released, .finish], mqtt: mqttCycle,
-                     expected: [AttemptSummary(.udp, .success, sent: true)], error: nil),
-        AttemptsCase(name: "UDP refused at once by the network, MQTT confirms", udpConfigured: true,
-                     udp: [.send, .report(.unreachable("ICMP port unreachable")), .finish], mqtt: mqttCycle,
-                     expected: [AttemptSummary(.udp, .unreachable, sent: true), AttemptSummary(.mqtt, .success, sent: true)], error: nil),
-        AttemptsCase(name: "UDP answers garbage: UDP alone, no fallback", udpConfigured: true,
-                     udp: [.send, .report(.invalid(.unexpectedByte(0x7f))), .finish], mqtt: mqttCycle,
-                     expected: [AttemptSummary(.udp, .invalidResponse, sent: true)], error: .invalidResponse),
-        AttemptsCase(name: "UDP not configured: skipped before MQTT", udpConfigured: false,
-                     udp: [.send, .finish], mqtt: mqttCycle,
-                     expected: [AttemptSummary(.udp, .skipped, sent: false), AttemptSummary(.mqtt, .success, sent: true)], error: nil),
-        AttemptsCase(name: "UDP cannot run, MQTT unanswered", udpConfigured: true,
-                     udp: [.report(.misconfigured("no socket")), .finish], mqtt: [.send, .waitForCancel, .finish],
-                     expected: [AttemptSummary(.udp, .misconfigured, sent: false), AttemptSummary(.mqtt, .noAnswer, sent: true)],
-                     error: .operationTimeout),
+        AttemptsCase(
+            name: "UDP confirms: UDP alone",
+            udpConfigured: true,
+            udp: [.send, activated, released, .finish],
+            mqtt: mqttCycle,
+            expected: [AttemptSummary(.udp, .success, sent: true)],
+            error: nil
+        ),
+        AttemptsCase(
+            name: "UDP confirms, MQTT not configured: nothing listed after UDP",
+            udpConfigured: true,
+            mqttConfigured: false,
+            udp: [.send, activated, released, .finish],
+            mqtt: mqttCycle,
+            expected: [AttemptSummary(.udp, .success, sent: true)],
+            error: nil
+        ),
+        AttemptsCase(
+            name: "UDP refused at once by the network, MQTT confirms",
+            udpConfigured: true,
+            udp: [.send, .report(.unreachable("ICMP port unreachable")), .finish],
+            mqtt: mqttCycle,
+            expected: [AttemptSummary(.udp, .unreachable, sent: true), AttemptSummary(.mqtt, .success, sent: true)],
+            error: nil
+        ),
+        AttemptsCase(
+            name: "UDP answers garbage: UDP alone, no fallback",
+            udpConfigured: true,
+            udp: [.send, .report(.invalid(.unexpectedByte(0x7f))), .finish],
+            mqtt: mqttCycle,
+            expected: [AttemptSummary(.udp, .invalidResponse, sent: true)],
+            error: .invalidResponse
+        ),
+        AttemptsCase(
+            name: "UDP not configured: skipped before MQTT",
+            udpConfigured: false,
+            udp: [.send, .finish],
+            mqtt: mqttCycle,
+            expected: [AttemptSummary(.udp, .skipped, sent: false), AttemptSummary(.mqtt, .success, sent: true)],
+            error: nil
+        ),
+        AttemptsCase(
+            name: "UDP cannot run, MQTT unanswered",
+            udpConfigured: true,
+            udp: [.report(.misconfigured("no socket")), .finish],
+            mqtt: [.send, .waitForCancel, .finish],
+            expected: [
+                AttemptSummary(.udp, .misconfigured, sent: false), AttemptSummary(.mqtt, .noAnswer, sent: true),
+            ],
+            error: .operationTimeout
+        ),
     ]
 
-    @Test("The attempts list stops at the deciding attempt, and each attempt says whether its trigger was sent", arguments: attemptsCases)
+    @Test(
+        "The attempts list stops at the deciding attempt, and each attempt says whether its trigger was sent",
+        arguments: attemptsCases
+    )
     func attemptsListStopsAtTheDecidingAttempt(_ test: AttemptsCase) async throws {
         let bench = try PipelineBench()
         let udp = ScriptedAdapter(.udp, script: test.udp)
         let mqtt = ScriptedAdapter(.mqtt, script: test.mqtt)
-        let opening = Task { await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config(udp: test.udpConfigured, mqtt: test.mqttConfigured)) }
+        let opening = Task {
+            await bench.open(
+                bench.pipeline(udp, mqtt),
+                config: PipelineBench.config(udp: test.udpConfigured, mqtt: test.mqttConfigured)
+            )
+        }
         if test.error == .operationTimeout {
             // The unanswered attempt waits for its deadline.
             #expect(await eventually { mqtt.attempts.first?.isWaiting == true })
@@ -337,7 +446,10 @@ struct OpeningPipelineTests {
         for (adapter, kind) in [(udp, AdapterKind.udp), (mqtt, .mqtt)] {
             if let record = result.attempts.first(where: { $0.adapter == kind }), record.outcome != .skipped {
                 #expect(adapter.attempts.count == 1, "\(kind)")
-                #expect(record.triggerSent == (adapter.triggersSent == 1), "\(kind): trigger_sent \(record.triggerSent), sent \(adapter.triggersSent)")
+                #expect(
+                    record.triggerSent == (adapter.triggersSent == 1),
+                    "\(kind): trigger_sent \(record.triggerSent), sent \(adapter.triggersSent)"
+                )
             } else {
                 #expect(adapter.attempts.isEmpty, "\(kind) ran although it is not listed as tried")
             }
@@ -358,24 +470,54 @@ struct OpeningPipelineTests {
     }
 
     static let exitCases: [ExitCase] = [
-        ExitCase(name: "nothing left the machine: 69", selection: .auto,
-                 udp: [.report(.unreachable("no route to host")), .finish], mqtt: [.report(.unreachable("connection refused")), .finish],
-                 error: .allAdaptersFailed, adapter: nil),
-        ExitCase(name: "the one trigger sent was refused at once (ICMP): 69", selection: .auto,
-                 udp: [.send, .report(.unreachable("ICMP port unreachable")), .finish], mqtt: [.report(.misconfigured("no password")), .finish],
-                 error: .allAdaptersFailed, adapter: nil),
-        ExitCase(name: "forced UDP, withheld at its deadline: 69", selection: .udp,
-                 udp: [.doing("resolving gate.local"), .waitForCancel, .send, .finish], mqtt: [.send, .finish],
-                 error: .udpConnectionFailed, adapter: nil),
-        ExitCase(name: "UDP sent, no answer; MQTT refused before sending: 124", selection: .auto,
-                 udp: [.send, .waitForCancel, .finish], mqtt: [.report(.unreachable("connection refused")), .finish],
-                 error: .operationTimeout, adapter: .udp),
-        ExitCase(name: "UDP sent, then its link was lost; MQTT refused: 124", selection: .auto,
-                 udp: [.send, .report(.lost("socket closed")), .finish], mqtt: [.report(.unreachable("connection refused")), .finish],
-                 error: .operationTimeout, adapter: .udp),
-        ExitCase(name: "UDP refused; MQTT published, no answer: 124", selection: .auto,
-                 udp: [.report(.unreachable("no route to host")), .finish], mqtt: [.send, .waitForCancel, .finish],
-                 error: .operationTimeout, adapter: .mqtt),
+        ExitCase(
+            name: "nothing left the machine: 69",
+            selection: .auto,
+            udp: [.report(.unreachable("no route to host")), .finish],
+            mqtt: [.report(.unreachable("connection refused")), .finish],
+            error: .allAdaptersFailed,
+            adapter: nil
+        ),
+        ExitCase(
+            name: "the one trigger sent was refused at once (ICMP): 69",
+            selection: .auto,
+            udp: [.send, .report(.unreachable("ICMP port unreachable")), .finish],
+            mqtt: [.report(.misconfigured("no password")), .finish],
+            error: .allAdaptersFailed,
+            adapter: nil
+        ),
+        ExitCase(
+            name: "forced UDP, withheld at its deadline: 69",
+            selection: .udp,
+            udp: [.doing("resolving gate.local"), .waitForCancel, .send, .finish],
+            mqtt: [.send, .finish],
+            error: .udpConnectionFailed,
+            adapter: nil
+        ),
+        ExitCase(
+            name: "UDP sent, no answer; MQTT refused before sending: 124",
+            selection: .auto,
+            udp: [.send, .waitForCancel, .finish],
+            mqtt: [.report(.unreachable("connection refused")), .finish],
+            error: .operationTimeout,
+            adapter: .udp
+        ),
+        ExitCase(
+            name: "UDP sent, then its link was lost; MQTT refused: 124",
+            selection: .auto,
+            udp: [.send, .report(.lost("socket closed")), .finish],
+            mqtt: [.report(.unreachable("connection refused")), .finish],
+            error: .operationTimeout,
+            adapter: .udp
+        ),
+        ExitCase(
+            name: "UDP refused; MQTT published, no answer: 124",
+            selection: .auto,
+            udp: [.report(.unreachable("no route to host")), .finish],
+            mqtt: [.send, .waitForCancel, .finish],
+            error: .operationTimeout,
+            adapter: .mqtt
+        ),
     ]
 
     @Test("69 when nothing can have reached the relay, 124 when a trigger may have", arguments: exitCases)
@@ -407,7 +549,10 @@ struct OpeningPipelineTests {
         #expect(result.exitCode == (test.error == .operationTimeout ? 124 : 69))
         #expect(result.adapter == test.adapter)
         let sentAndNotRefused = result.attempts.contains { $0.triggerSent && $0.outcome != .unreachable }
-        #expect(sentAndNotRefused == (result.exitCode == 124), "124 exactly when a trigger left and was not refused at once")
+        #expect(
+            sentAndNotRefused == (result.exitCode == 124),
+            "124 exactly when a trigger left and was not refused at once"
+        )
         if result.exitCode == 124 {
             #expect(result.message.contains("may have cycled"), "\(result.message)")
         }

@@ -12,7 +12,11 @@ struct PipelineBench {
     let logs: LogCapture
     let feed: FakeStatusFeed?
 
-    init(feed: FakeStatusFeed? = nil, logs: LogCapture = LogCapture(), clock: ManualOpeningClock = ManualOpeningClock()) throws {
+    init(
+        feed: FakeStatusFeed? = nil,
+        logs: LogCapture = LogCapture(),
+        clock: ManualOpeningClock = ManualOpeningClock()
+    ) throws {
         runtime = try TemporaryRuntime()
         self.clock = clock
         self.logs = logs
@@ -22,8 +26,12 @@ struct PipelineBench {
     /// A pipeline whose adapters are `adapters` (scripted, or real ones built by the test).
     func pipeline(_ adapters: [any GateAdapter]) -> OpeningPipeline {
         OpeningPipeline(
-            paths: runtime.paths, adapters: AdapterFactory(custom: ScriptedAdapter.factory(adapters)), statusFeed: feed,
-            logger: logs.logger(), interfaces: { .success([]) }, clock: clock
+            paths: runtime.paths,
+            adapters: AdapterFactory(custom: ScriptedAdapter.factory(adapters)),
+            statusFeed: feed,
+            logger: logs.logger(),
+            interfaces: { .success([]) },
+            clock: clock
         )
     }
 
@@ -37,8 +45,11 @@ struct PipelineBench {
     /// hanging the run. Generous on purpose (see `eventually`): a passing opening never
     /// waits for it.
     func open(
-        _ pipeline: OpeningPipeline, config: GateConfig, request: OpeningRequest = OpeningRequest(source: "test"),
-        patience: Duration = .seconds(300), sourceLocation: SourceLocation = #_sourceLocation
+        _ pipeline: OpeningPipeline,
+        config: GateConfig,
+        request: OpeningRequest = OpeningRequest(source: "test"),
+        patience: Duration = .seconds(300),
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async -> OpeningResult {
         let clock = self.clock
         return await withTaskGroup(of: OpeningResult?.self) { group in
@@ -49,7 +60,10 @@ struct PipelineBench {
                 } catch {
                     return nil
                 }
-                Issue.record("the opening was still running after \(patience); moving its clock on", sourceLocation: sourceLocation)
+                Issue.record(
+                    "the opening was still running after \(patience); moving its clock on",
+                    sourceLocation: sourceLocation
+                )
                 while !Task.isCancelled {
                     clock.advance(by: .seconds(10))
                     try? await Task.sleep(for: .milliseconds(10))
@@ -69,7 +83,12 @@ struct PipelineBench {
 
     /// `[udp]` at 127.0.0.1 (loopback: always planned) and `[mqtt]`, as asked.
     static func config(
-        udp: Bool = true, mqtt: Bool = true, udpPort: Int = 8080, mqttPort: Int = 1883, udpTimeout: Double = 2, mqttTimeout: Double = 5,
+        udp: Bool = true,
+        mqtt: Bool = true,
+        udpPort: Int = 8080,
+        mqttPort: Int = 1883,
+        udpTimeout: Double = 2,
+        mqttTimeout: Double = 5,
         cooldown: Double = 2
     ) -> GateConfig {
         GateConfig(

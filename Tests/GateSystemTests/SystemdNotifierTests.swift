@@ -1,9 +1,11 @@
+import Plumbing
+import Testing
+
+@testable import GateSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Plumbing
-import Testing
-@testable import GateSystem
 
 /// A bound AF_UNIX datagram socket standing in for systemd's notify socket.
 private final class NotifySocket {
@@ -106,7 +108,9 @@ struct SystemdNotifierTests {
         let lines = try #require(socket.receive()).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 2)
         #expect(lines.first == "RELOADING=1")
-        let value = try #require(lines.last.flatMap { $0.hasPrefix("MONOTONIC_USEC=") ? UInt64($0.dropFirst(15)) : nil })
+        let value = try #require(
+            lines.last.flatMap { $0.hasPrefix("MONOTONIC_USEC=") ? UInt64($0.dropFirst(15)) : nil }
+        )
         #expect(value >= before && value <= after)
     }
 
@@ -125,7 +129,10 @@ struct SystemdNotifierTests {
         #expect(try SystemdNotifier.fromEnvironment(["NOTIFY_SOCKET": ""]).get() == nil)
     }
 
-    @Test("A value that is not a socket address is refused, naming it", arguments: ["run/systemd/notify", "notify", "@", "vsock:2:1234"])
+    @Test(
+        "A value that is not a socket address is refused, naming it",
+        arguments: ["run/systemd/notify", "notify", "@", "vsock:2:1234"]
+    )
     func badValue(value: String) {
         guard case .failure(let failure) = SystemdNotifier.fromEnvironment(["NOTIFY_SOCKET": value]) else {
             Issue.record("accepted NOTIFY_SOCKET=\(value)")
@@ -147,7 +154,9 @@ struct SystemdNotifierTests {
                 continue
             }
             #expect(failure.code == ENAMETOOLONG)
-            #expect(failure.description == "$NOTIFY_SOCKET=\(tooLong) (too long for a socket address): File name too long")
+            #expect(
+                failure.description == "$NOTIFY_SOCKET=\(tooLong) (too long for a socket address): File name too long"
+            )
         }
     }
 

@@ -17,7 +17,8 @@ extension MosquittoBroker {
 
     /// A self-signed CA in `directory`; returns (certificate, key) paths. `name` prefixes the
     /// file names so that several CAs can share a folder.
-    static func makeCA(in directory: URL, name: String, commonName: String) throws -> (certificate: String, key: String) {
+    static func makeCA(in directory: URL, name: String, commonName: String) throws -> (certificate: String, key: String)
+    {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificate = directory.appendingPathComponent("\(name).pem").path
         let key = directory.appendingPathComponent("\(name).key").path
@@ -54,12 +55,18 @@ extension MosquittoBroker {
             "-CAcreateserial", "-CAserial", directory.appendingPathComponent("ca.srl").path,
             "-days", "2", "-extfile", extensions.path, "-out", serverCertificate,
         ])
-        return TLSFiles(caCertificate: ca.certificate, caKey: ca.key, serverCertificate: serverCertificate, serverKey: serverKey)
+        return TLSFiles(
+            caCertificate: ca.certificate,
+            caKey: ca.key,
+            serverCertificate: serverCertificate,
+            serverKey: serverKey
+        )
     }
 
     /// Another CA, unrelated to any broker's: for "wrong CA" tests. Returns its certificate's path.
     public static func makeUnrelatedCA(in directory: URL) throws -> String {
-        try makeCA(in: directory, name: "unrelated-ca-\(UUID().uuidString)", commonName: "gate-test-unrelated-ca").certificate
+        try makeCA(in: directory, name: "unrelated-ca-\(UUID().uuidString)", commonName: "gate-test-unrelated-ca")
+            .certificate
     }
 
     private static func openSSL(_ arguments: [String]) throws {

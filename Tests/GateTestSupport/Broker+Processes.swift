@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,16 +19,23 @@ extension MosquittoBroker {
         public var status: Int32
         public var stdout: String
         public var stderr: String
-        public var summary: String { "\(arguments.joined(separator: " ")): exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+        public var summary: String {
+            "\(arguments.joined(separator: " ")): exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)"
+        }
     }
 
     /// Runs `executable` to completion (at most `timeout`; killed and reported as a failure after
     /// that). A non-zero exit is returned, not thrown: callers decide what they expected.
-    public static func runTool(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(15)) throws -> ToolRun {
+    public static func runTool(
+        _ executable: String,
+        _ arguments: [String],
+        timeout: Duration = .seconds(15)
+    ) throws -> ToolRun {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-tool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let out = scratch.appendingPathComponent("stdout"), err = scratch.appendingPathComponent("stderr")
+        let out = scratch.appendingPathComponent("stdout")
+        let err = scratch.appendingPathComponent("stderr")
         let child = try Child(executable, arguments, stdout: out, stderr: err, watchdog: false)
         guard child.waitForExit(within: timeout) else {
             child.terminate(grace: .zero)

@@ -52,28 +52,40 @@ public final class MQTTRecorder: @unchecked Sendable {
     /// published (again and again, with the broker's default credentials) came back to it.
     /// Throws if mosquitto_sub cannot connect (wrong CA, wrong password…).
     public init(
-        _ broker: MosquittoBroker, topic filter: String = "#",
-        credentials: MosquittoBroker.Credentials = .brokerDefault, trust: MosquittoBroker.Trust = .brokerCA,
+        _ broker: MosquittoBroker,
+        topic filter: String = "#",
+        credentials: MosquittoBroker.Credentials = .brokerDefault,
+        trust: MosquittoBroker.Trust = .brokerCA,
         readyWithin timeout: Duration = .seconds(10)
     ) throws {
         self.filter = filter
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-recorder-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-recorder-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         outputFile = directory.appendingPathComponent("stdout")
         errorFile = directory.appendingPathComponent("stderr")
         let marker = "\(Self.markerPrefix)ready/\(UUID().uuidString)"
-        let arguments = broker.clientArguments(credentials: credentials, trust: trust)
+        let arguments =
+            broker.clientArguments(credentials: credentials, trust: trust)
             + ["-q", "1", "-t", filter, "-t", marker, "-F", "%r %x %t"]
         self.arguments = arguments
         do {
-            child = try MosquittoBroker.Child(MosquittoBroker.mosquittoSub, arguments, stdout: outputFile, stderr: errorFile, watchdog: true)
+            child = try MosquittoBroker.Child(
+                MosquittoBroker.mosquittoSub,
+                arguments,
+                stdout: outputFile,
+                stderr: errorFile,
+                watchdog: true
+            )
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
 
-        markerPublish = broker.clientArguments(credentials: .brokerDefault, trust: .brokerCA) + ["-q", "0", "-t", marker]
+        markerPublish =
+            broker.clientArguments(credentials: .brokerDefault, trust: .brokerCA) + ["-q", "0", "-t", marker]
         self.marker = marker
         do {
             try handshake(within: timeout, strict: true)
@@ -98,7 +110,9 @@ public final class MQTTRecorder: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             let current = lock.withLock { child }
             if strict, !current.isRunning {
-                throw MosquittoBroker.Failure("mosquitto_sub exited with status \(current.process.terminationStatus):\n\(errorText)")
+                throw MosquittoBroker.Failure(
+                    "mosquitto_sub exited with status \(current.process.terminationStatus):\n\(errorText)"
+                )
             }
             let published = try MosquittoBroker.runTool(MosquittoBroker.mosquittoPub, markerPublish + ["-m", nonce])
             if published.status != 0 {
@@ -149,7 +163,13 @@ public final class MQTTRecorder: @unchecked Sendable {
             if stopped { return false }
             if child.isRunning || ContinuousClock.now - lastSpawn < .milliseconds(500) { return true }
             lastSpawn = .now
-            if let next = try? MosquittoBroker.Child(MosquittoBroker.mosquittoSub, arguments, stdout: outputFile, stderr: errorFile, watchdog: true) {
+            if let next = try? MosquittoBroker.Child(
+                MosquittoBroker.mosquittoSub,
+                arguments,
+                stdout: outputFile,
+                stderr: errorFile,
+                watchdog: true
+            ) {
                 child = next
                 respawnCount += 1
             }

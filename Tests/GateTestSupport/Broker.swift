@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -93,7 +94,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     public init(_ security: Security = .plain, aclFile: String? = nil) throws {
         self.security = security
         self.aclFile = aclFile
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-broker-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-broker-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         configFile = directory.appendingPathComponent("mosquitto.conf").path
@@ -102,7 +105,9 @@ public final class MosquittoBroker: @unchecked Sendable {
         do {
             tls = security.usesTLS ? try Self.makeTLSFiles(in: directory.appendingPathComponent("tls")) : nil
             if let users = security.users {
-                guard let first = users.keys.sorted().first else { throw Failure("a password broker needs at least one user") }
+                guard let first = users.keys.sorted().first else {
+                    throw Failure("a password broker needs at least one user")
+                }
                 defaultCredentials = (first, users[first]!)
                 try Self.writePasswordFile(directory.appendingPathComponent("passwd").path, users: users)
             } else {
@@ -169,18 +174,33 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Publishes with `mosquitto_pub` (QoS 1 by default, so the broker has it when this returns);
     /// throws unless it exits 0.
     public func publish(
-        topic: String, payload: String, retained: Bool = false, qos: Int = 1,
-        credentials: Credentials = .brokerDefault, trust: Trust = .brokerCA
+        topic: String,
+        payload: String,
+        retained: Bool = false,
+        qos: Int = 1,
+        credentials: Credentials = .brokerDefault,
+        trust: Trust = .brokerCA
     ) throws {
-        let run = try runPublish(topic: topic, payload: payload, retained: retained, qos: qos, credentials: credentials, trust: trust)
+        let run = try runPublish(
+            topic: topic,
+            payload: payload,
+            retained: retained,
+            qos: qos,
+            credentials: credentials,
+            trust: trust
+        )
         guard run.status == 0 else { throw Failure("mosquitto_pub failed: \(run.summary)\n--- broker log\n\(logText)") }
     }
 
     /// Runs `mosquitto_pub` and returns how it ended, for tests that expect it to fail
     /// (NOTES.md: wrong password or anonymous 5, plaintext to a TLS port 7, wrong CA 8).
     public func runPublish(
-        topic: String, payload: String, retained: Bool = false, qos: Int = 1,
-        credentials: Credentials = .brokerDefault, trust: Trust = .brokerCA
+        topic: String,
+        payload: String,
+        retained: Bool = false,
+        qos: Int = 1,
+        credentials: Credentials = .brokerDefault,
+        trust: Trust = .brokerCA
     ) throws -> ToolRun {
         var arguments = clientArguments(credentials: credentials, trust: trust) + ["-q", String(qos), "-t", topic]
         arguments += payload.isEmpty ? ["-n"] : ["-m", payload]
@@ -219,8 +239,15 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// connect to the port succeeds.
     private func launch(timeout: Duration = .seconds(10)) throws -> Launch {
         let port = self.port
-        let logStart = Self.size(of: logFile), outputStart = Self.size(of: outputFile)
-        let started = try Child(Self.mosquitto, ["-c", configFile], stdout: URL(fileURLWithPath: outputFile), stderr: URL(fileURLWithPath: outputFile), watchdog: true)
+        let logStart = Self.size(of: logFile)
+        let outputStart = Self.size(of: outputFile)
+        let started = try Child(
+            Self.mosquitto,
+            ["-c", configFile],
+            stdout: URL(fileURLWithPath: outputFile),
+            stderr: URL(fileURLWithPath: outputFile),
+            watchdog: true
+        )
         lock.withLock { child = started }
         let news = { Self.text(of: self.logFile, from: logStart) + Self.text(of: self.outputFile, from: outputStart) }
         let deadline = ContinuousClock.now + timeout
@@ -278,7 +305,9 @@ public final class MosquittoBroker: @unchecked Sendable {
             // -c creates (truncates) the file: only for the first user.
             let arguments = (index == 0 ? ["-c", "-b"] : ["-b"]) + [path, name, users[name]!]
             let run = try runTool(mosquittoPasswd, arguments)
-            guard run.status == 0 else { throw Failure("mosquitto_passwd failed for user \(name): exit \(run.status)\n\(run.stderr)") }
+            guard run.status == 0 else {
+                throw Failure("mosquitto_passwd failed for user \(name): exit \(run.status)\n\(run.stderr)")
+            }
         }
     }
 

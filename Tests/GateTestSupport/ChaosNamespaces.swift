@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,9 +15,11 @@ public enum NetNS {
         public init(_ description: String) { self.description = description }
     }
 
-    static let ipTool = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+    static let ipTool =
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
-    static let tcTool = ["/usr/sbin/tc", "/sbin/tc"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/tc"
+    static let tcTool =
+        ["/usr/sbin/tc", "/sbin/tc"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/tc"
     /// Every namespace of these tests starts with this, then the pid of the test process.
     public static let prefix = "gatechaos-"
 
@@ -25,7 +28,9 @@ public enum NetNS {
     public static func ip(_ arguments: [String]) throws -> String {
         let run = try MosquittoBroker.runTool(ipTool, arguments, timeout: .seconds(10))
         guard run.status == 0 else {
-            throw Failure("ip \(arguments.joined(separator: " ")): exit \(run.status): \(run.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+            throw Failure(
+                "ip \(arguments.joined(separator: " ")): exit \(run.status): \(run.stderr.trimmingCharacters(in: .whitespacesAndNewlines))"
+            )
         }
         return run.stdout
     }
@@ -39,7 +44,9 @@ public enum NetNS {
     /// Why network namespaces cannot be made here, or nil when they can: probed once, by
     /// making a namespace with a veth pair and deleting it.
     public static let unavailableReason: String? = {
-        guard geteuid() == 0 else { return "network namespaces need root (ip netns add), and the tests do not run as root" }
+        guard geteuid() == 0 else {
+            return "network namespaces need root (ip netns add), and the tests do not run as root"
+        }
         guard FileManager.default.isExecutableFile(atPath: ipTool) else { return "no ip(8) (iproute2) on this machine" }
         sweepStale()
         let probe = "\(prefix)\(getpid())-probe"
@@ -60,7 +67,9 @@ public enum NetNS {
     /// crash) before its `defer` ran: those whose pid no longer runs.
     static func sweepStale() {
         for name in list() where name.hasPrefix(prefix) {
-            guard let pid = Int32(name.dropFirst(prefix.count).prefix { $0.isNumber }), pid != getpid() else { continue }
+            guard let pid = Int32(name.dropFirst(prefix.count).prefix { $0.isNumber }), pid != getpid() else {
+                continue
+            }
             if kill(pid, 0) != 0 && errno == ESRCH {
                 _ = try? ip(["netns", "del", name])
             }
@@ -72,7 +81,12 @@ public enum NetNS {
     /// loaded), which is why the link is impaired by `ChaosRelay` in user space.
     public static func netemProbe(namespace: String, device: String) -> String {
         guard FileManager.default.isExecutableFile(atPath: tcTool) else { return "unavailable: no tc(8)" }
-        guard let run = try? MosquittoBroker.runTool(tcTool, ["-n", namespace, "qdisc", "add", "dev", device, "root", "netem", "delay", "200ms"]) else {
+        guard
+            let run = try? MosquittoBroker.runTool(
+                tcTool,
+                ["-n", namespace, "qdisc", "add", "dev", device, "root", "netem", "delay", "200ms"]
+            )
+        else {
             return "unavailable: tc did not run"
         }
         if run.status == 0 {
@@ -90,7 +104,9 @@ public enum NetNS {
     /// whichever thread uses them later. `setns` is looked up with dlsym: Swift's Glibc module
     /// does not declare it.
     static func enterOnThisThread(_ namespace: String) throws {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns") else { throw Failure("no setns in libc") }
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns") else {
+            throw Failure("no setns in libc")
+        }
         let setns = unsafeBitCast(symbol, to: SetNSFunction.self)
         let fd = open("/run/netns/\(namespace)", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure("open /run/netns/\(namespace): errno \(errno)") }
@@ -123,7 +139,14 @@ public final class NamespaceSet {
 
     /// A veth pair from `a` to `b` (the same namespace twice is allowed), each end with an
     /// optional address (CIDR) and up.
-    public func connect(_ a: String, _ aDevice: String, _ aAddress: String?, to b: String, _ bDevice: String, _ bAddress: String?) throws {
+    public func connect(
+        _ a: String,
+        _ aDevice: String,
+        _ aAddress: String?,
+        to b: String,
+        _ bDevice: String,
+        _ bAddress: String?
+    ) throws {
         try NetNS.ip(["link", "add", aDevice, "netns", a, "type", "veth", "peer", "name", bDevice, "netns", b])
         for (namespace, device, address) in [(a, aDevice, aAddress), (b, bDevice, bAddress)] {
             if let address { try NetNS.ip(["-n", namespace, "addr", "add", address, "dev", device]) }
@@ -158,13 +181,18 @@ public final class NamespacedProcess {
 
     public init(namespace: String, executable: String, arguments: [String]) throws {
         self.namespace = namespace
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-proc-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-chaos-proc-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutPath = directory.appendingPathComponent("stdout").path
         stderrPath = directory.appendingPathComponent("stderr").path
         child = try MosquittoBroker.Child(
-            NetNS.ipTool, ["netns", "exec", namespace, executable] + arguments,
-            stdout: URL(fileURLWithPath: stdoutPath), stderr: URL(fileURLWithPath: stderrPath), watchdog: true
+            NetNS.ipTool,
+            ["netns", "exec", namespace, executable] + arguments,
+            stdout: URL(fileURLWithPath: stdoutPath),
+            stderr: URL(fileURLWithPath: stderrPath),
+            watchdog: true
         )
     }
 
@@ -183,10 +211,14 @@ public final class NamespacedProcess {
         let deadline = ContinuousClock.now + timeout
         while !condition() {
             guard child.isRunning else {
-                throw NetNS.Failure("\(what): the process in \(namespace) exited\n--- stdout\n\(stdoutText)--- stderr\n\(stderrText)")
+                throw NetNS.Failure(
+                    "\(what): the process in \(namespace) exited\n--- stdout\n\(stdoutText)--- stderr\n\(stderrText)"
+                )
             }
             guard ContinuousClock.now < deadline else {
-                throw NetNS.Failure("\(what): not within \(timeout)\n--- stdout\n\(stdoutText)--- stderr\n\(stderrText)")
+                throw NetNS.Failure(
+                    "\(what): not within \(timeout)\n--- stdout\n\(stdoutText)--- stderr\n\(stderrText)"
+                )
             }
             Thread.sleep(forTimeInterval: 0.02)
         }
@@ -204,11 +236,14 @@ public final class NamespacedSimulator {
     public let triggerLogPath: String
 
     public init(namespace: String, udp: String, _ extraArguments: [String] = []) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-sim-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-chaos-sim-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         triggerLogPath = directory.appendingPathComponent("triggers.jsonl").path
         process = try NamespacedProcess(
-            namespace: namespace, executable: try Simulator.binary().path,
+            namespace: namespace,
+            executable: try Simulator.binary().path,
             arguments: ["--udp", udp, "--trigger-log", triggerLogPath] + extraArguments
         )
         let process = self.process
@@ -234,21 +269,27 @@ public final class NamespacedBroker {
 
     public init(namespace: String, port: UInt16 = 1883) throws {
         self.port = port
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-broker-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-chaos-broker-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         logFile = directory.appendingPathComponent("mosquitto.log").path
         let config = directory.appendingPathComponent("mosquitto.conf").path
         try """
-            listener \(port) 127.0.0.1
-            user root
-            persistence false
-            allow_anonymous true
-            log_dest file \(logFile)
-            log_type all
-            connection_messages true
+        listener \(port) 127.0.0.1
+        user root
+        persistence false
+        allow_anonymous true
+        log_dest file \(logFile)
+        log_type all
+        connection_messages true
 
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        process = try NamespacedProcess(namespace: namespace, executable: MosquittoBroker.mosquitto, arguments: ["-c", config])
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        process = try NamespacedProcess(
+            namespace: namespace,
+            executable: MosquittoBroker.mosquitto,
+            arguments: ["-c", config]
+        )
         let logFile = self.logFile
         try process.wait(for: "mosquitto running") {
             ((try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "").contains(" running")
@@ -263,12 +304,18 @@ public final class NamespacedBroker {
 /// `gate` run once inside a namespace, like `GateRunner.run`.
 public enum ChaosGate {
     public static func run(
-        in namespace: String, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)
+        in namespace: String,
+        _ arguments: [String],
+        environment: [String: String],
+        timeout: Duration = .seconds(20)
     ) throws -> GateRun {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-chaos-run-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-chaos-run-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
+        let out = directory.appendingPathComponent("stdout")
+        let err = directory.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()

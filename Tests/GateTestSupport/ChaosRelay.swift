@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -76,7 +77,8 @@ public final class ChaosRelay: @unchecked Sendable {
         public var reorderedToESP: Int { Self.overtaking(toESP) }
 
         private static func overtaking(_ deliveries: [Delivery]) -> Int {
-            var highest = -1, count = 0
+            var highest = -1
+            var count = 0
             for delivery in deliveries where !delivery.isCopy {
                 if delivery.sequence < highest { count += 1 }
                 highest = max(highest, delivery.sequence)
@@ -133,8 +135,14 @@ public final class ChaosRelay: @unchecked Sendable {
 
     /// Starts the relay in `namespace`: listening on `listen`, forwarding to `esp` from
     /// sockets bound to `outbound` (an address of the relay namespace on the ESP32's side).
-    public init(namespace: String, listen: (host: String, port: UInt16), esp: (host: String, port: UInt16), outbound: String,
-         impairment: Impairment = Impairment(), seed: UInt64) throws {
+    public init(
+        namespace: String,
+        listen: (host: String, port: UInt16),
+        esp: (host: String, port: UInt16),
+        outbound: String,
+        impairment: Impairment = Impairment(),
+        seed: UInt64
+    ) throws {
         self.impairment = impairment
         self.seed = seed
         random = SplitMix64(seed: seed)
@@ -264,7 +272,8 @@ public final class ChaosRelay: @unchecked Sendable {
             let now = ContinuousClock.now
             let index: Int? = lock.withLock {
                 sockets.indices.dropFirst(firstOpenSession).first {
-                    sockets[$0].gate.sin_addr.s_addr == source.sin_addr.s_addr && sockets[$0].gate.sin_port == source.sin_port
+                    sockets[$0].gate.sin_addr.s_addr == source.sin_addr.s_addr
+                        && sockets[$0].gate.sin_port == source.sin_port
                 }
             }
             let session: Int
@@ -274,7 +283,9 @@ public final class ChaosRelay: @unchecked Sendable {
                 guard let fd = try? Self.boundSocket(outboundAddress, 0) else { continue }
                 var target = esp
                 _ = withUnsafePointer(to: &target) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
                 session = lock.withLock {
                     sockets.append(SessionSocket(fd: fd, gate: source, started: now))
@@ -313,36 +324,71 @@ public final class ChaosRelay: @unchecked Sendable {
     }
 
     /// Decides the datagram's fate (called with the lock held).
-    private func impair(_ bytes: [UInt8], session: Int, towardsGate: Bool, sequence: Int, now: ContinuousClock.Instant) {
+    private func impair(_ bytes: [UInt8], session: Int, towardsGate: Bool, sequence: Int, now: ContinuousClock.Instant)
+    {
         if random.chance(impairment.loss) {
             records[session].dropped += 1
             return
         }
         let jitter = impairment.jitter.chaosMilliseconds
-        let delayed = Duration.milliseconds(impairment.delay.chaosMilliseconds + Int64.random(in: -jitter...jitter, using: &random))
+        let delayed = Duration.milliseconds(
+            impairment.delay.chaosMilliseconds + Int64.random(in: -jitter...jitter, using: &random)
+        )
         let delay = random.chance(impairment.reorder) ? .zero : delayed
-        schedule(Scheduled(due: now + delay, order: 0, session: session, towardsGate: towardsGate, bytes: bytes,
-                           sequence: sequence, isCopy: false))
+        schedule(
+            Scheduled(
+                due: now + delay,
+                order: 0,
+                session: session,
+                towardsGate: towardsGate,
+                bytes: bytes,
+                sequence: sequence,
+                isCopy: false
+            )
+        )
         if random.chance(impairment.duplicate) {
             records[session].duplicated += 1
-            let lag = Duration.milliseconds(Int64.random(in: 1...max(1, impairment.duplicateLag.chaosMilliseconds), using: &random))
-            schedule(Scheduled(due: now + delay + lag, order: 0, session: session, towardsGate: towardsGate, bytes: bytes,
-                               sequence: sequence, isCopy: true))
+            let lag = Duration.milliseconds(
+                Int64.random(in: 1...max(1, impairment.duplicateLag.chaosMilliseconds), using: &random)
+            )
+            schedule(
+                Scheduled(
+                    due: now + delay + lag,
+                    order: 0,
+                    session: session,
+                    towardsGate: towardsGate,
+                    bytes: bytes,
+                    sequence: sequence,
+                    isCopy: true
+                )
+            )
         }
     }
 
     private func schedule(_ item: Scheduled) {
         scheduledCount += 1
-        queue.append(Scheduled(due: item.due, order: scheduledCount, session: item.session, towardsGate: item.towardsGate,
-                               bytes: item.bytes, sequence: item.sequence, isCopy: item.isCopy))
+        queue.append(
+            Scheduled(
+                due: item.due,
+                order: scheduledCount,
+                session: item.session,
+                towardsGate: item.towardsGate,
+                bytes: item.bytes,
+                sequence: item.sequence,
+                isCopy: item.isCopy
+            )
+        )
     }
 
     private func sendDue() {
         while true {
             let now = ContinuousClock.now
-            let due: (item: Scheduled, fd: Int32, gate: sockaddr_in, started: ContinuousClock.Instant)? = lock.withLock {
-                guard let index = queue.indices.filter({ queue[$0].due <= now })
-                    .min(by: { (queue[$0].due, queue[$0].order) < (queue[$1].due, queue[$1].order) }) else { return nil }
+            let due: (item: Scheduled, fd: Int32, gate: sockaddr_in, started: ContinuousClock.Instant)? = lock.withLock
+            {
+                guard
+                    let index = queue.indices.filter({ queue[$0].due <= now })
+                        .min(by: { (queue[$0].due, queue[$0].order) < (queue[$1].due, queue[$1].order) })
+                else { return nil }
                 let item = queue.remove(at: index)
                 let socket = sockets[item.session]
                 return (item, socket.fd, socket.gate, socket.started)
@@ -353,14 +399,26 @@ public final class ChaosRelay: @unchecked Sendable {
                 var gate = due.gate
                 _ = withUnsafePointer(to: &gate) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(listenFD, &bytes, bytes.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        sendto(
+                            listenFD,
+                            &bytes,
+                            bytes.count,
+                            Int32(MSG_DONTWAIT),
+                            $0,
+                            socklen_t(MemoryLayout<sockaddr_in>.size)
+                        )
                     }
                 }
             } else {
                 _ = send(due.fd, &bytes, bytes.count, Int32(MSG_DONTWAIT))
             }
             let sent = ContinuousClock.now
-            let delivery = Delivery(at: sent - due.started, bytes: due.item.bytes, sequence: due.item.sequence, isCopy: due.item.isCopy)
+            let delivery = Delivery(
+                at: sent - due.started,
+                bytes: due.item.bytes,
+                sequence: due.item.sequence,
+                isCopy: due.item.isCopy
+            )
             lock.withLock {
                 lastActivity = sent
                 if due.item.towardsGate {

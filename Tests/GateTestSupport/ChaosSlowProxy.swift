@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -86,13 +87,19 @@ public final class ChaosSlowProxy: @unchecked Sendable {
 
     private func acceptLoop() {
         while !isStopped {
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, -1)
             if ready < 0 { if errno == EINTR { continue } else { return } }
             if fds[1].revents != 0 { return }
             let client = accept(listenFD, nil, nil)
             guard client >= 0 else { continue }
-            let upstream = try? LoopbackSocket.connectedDescriptor(.tcp, to: LoopbackSocket.Address(host: "127.0.0.1", port: target))
+            let upstream = try? LoopbackSocket.connectedDescriptor(
+                .tcp,
+                to: LoopbackSocket.Address(host: "127.0.0.1", port: target)
+            )
             lock.withLock {
                 descriptors.append(client)
                 if let upstream { descriptors.append(upstream) }
@@ -117,7 +124,10 @@ public final class ChaosSlowProxy: @unchecked Sendable {
         spawn("slow-proxy-read \(name)") { [self] in
             var buffer = [UInt8](repeating: 0, count: 65536)
             while !isStopped {
-                var fds = [pollfd(fd: source, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+                var fds = [
+                    pollfd(fd: source, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                ]
                 let ready = poll(&fds, 2, -1)
                 if ready < 0 { if errno == EINTR { continue } else { break } }
                 if fds[1].revents != 0 { break }
@@ -155,7 +165,9 @@ public final class ChaosSlowProxy: @unchecked Sendable {
                 lock.withLock { chunks += 1 }
                 var offset = 0
                 while offset < bytes.count {
-                    let sent = bytes[offset...].withUnsafeBytes { send(sink, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    let sent = bytes[offset...].withUnsafeBytes {
+                        send(sink, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                    }
                     if sent < 0 {
                         if errno == EINTR { continue }
                         return

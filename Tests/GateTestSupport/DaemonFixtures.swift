@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,8 @@ import Glibc
 public enum DaemonFiles {
     public static func status(runtimeDirectory: String) -> [String: Any]? {
         guard let data = FileManager.default.contents(atPath: runtimeDirectory + "/status.json"),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
         return object
     }
 
@@ -88,7 +90,12 @@ public struct SymlinkedDaemonConfig {
 }
 
 /// The text of a configuration for the daemon tests.
-public func daemonConfigText(udpPort: UInt16?, mqttPort: UInt16? = nil, cooldown: Double? = nil, extra: String = "") -> String {
+public func daemonConfigText(
+    udpPort: UInt16?,
+    mqttPort: UInt16? = nil,
+    cooldown: Double? = nil,
+    extra: String = ""
+) -> String {
     var text = ""
     if let udpPort { text += "[udp]\nhost = \"127.0.0.1\"\nport = \(udpPort)\n" }
     if let mqttPort { text += "[mqtt]\nhost = \"127.0.0.1\"\nport = \(mqttPort)\n" }
@@ -105,7 +112,9 @@ public final class NotifyListener {
     public private(set) var messages: [String] = []
 
     public init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-notify-\(UUID().uuidString.prefix(8))")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-notify-\(UUID().uuidString.prefix(8))"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("notify.sock").path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -119,7 +128,9 @@ public final class NotifyListener {
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0 else {
             let code = errno
@@ -155,7 +166,16 @@ public final class NotifyListener {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return false }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, Int32(min(1000, max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))))
+            _ = poll(
+                &pfd,
+                1,
+                Int32(
+                    min(
+                        1000,
+                        max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                    )
+                )
+            )
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,8 +71,11 @@ public final class DaemonProcess {
     /// a fresh FIFO is made for the button; `environment` is taken as is, minus any systemd
     /// variables the test process itself may have inherited (`notify` adds them back).
     public init(
-        config: String, environment: [String: String], buttonFIFO: Bool = true,
-        extraArguments: [String] = [], notify: [String: String] = [:]
+        config: String,
+        environment: [String: String],
+        buttonFIFO: Bool = true,
+        extraArguments: [String] = [],
+        notify: [String: String] = [:]
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-daemon-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -181,7 +185,9 @@ public final class DaemonProcess {
         guard fd >= 0 else { throw Failure("open \(fifoPath) for writing: errno \(errno) (is the daemon reading it?)") }
         defer { close(fd) }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == bytes.count else { throw Failure("wrote \(written) of \(bytes.count) bytes to \(fifoPath): errno \(errno)") }
+        guard written == bytes.count else {
+            throw Failure("wrote \(written) of \(bytes.count) bytes to \(fifoPath): errno \(errno)")
+        }
         lastEdgeNs = max(lastEdgeNs ?? 0, edges.map(\.1).max() ?? 0)
     }
 
@@ -210,9 +216,12 @@ public final class DaemonProcess {
     public func waitForPressHandled(edgeNs: UInt64, timeout: Duration = .seconds(20)) -> Bool {
         waitUntil(timeout) {
             let lines = log.split(separator: "\n")
-            guard lines.contains(where: { $0.contains("button pressed; opening") && $0.contains("edge_ns=\(edgeNs)") }) else { return false }
+            guard lines.contains(where: { $0.contains("button pressed; opening") && $0.contains("edge_ns=\(edgeNs)") })
+            else { return false }
             let started = lines.filter { $0.contains("button pressed; opening") }.count
-            let finished = lines.filter { $0.contains("source=button") && $0.contains(" outcome=") && $0.contains("duration_ms=") }.count
+            let finished = lines.filter {
+                $0.contains("source=button") && $0.contains(" outcome=") && $0.contains("duration_ms=")
+            }.count
             return finished >= started
         }
     }
@@ -227,9 +236,11 @@ public final class DaemonProcess {
     public func waitForExit(timeout: Duration = .seconds(20)) -> Termination? {
         if let termination { return termination }
         let (seconds, attoseconds) = timeout.components
-        let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let deadline =
+            DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         guard exited.wait(timeout: deadline) == .success else { return nil }
-        let result: Termination = process.terminationReason == .exit
+        let result: Termination =
+            process.terminationReason == .exit
             ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
         termination = result
         return result

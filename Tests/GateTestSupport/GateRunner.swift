@@ -48,8 +48,10 @@ public enum GateRunner {
     public static func isolatedEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         // Nothing of the machine's own: no config, no credentials, no desktop keyring.
-        for key in ["GATE_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY",
-                    "DBUS_SESSION_BUS_ADDRESS"] {
+        for key in [
+            "GATE_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY",
+            "DBUS_SESSION_BUS_ADDRESS",
+        ] {
             environment[key] = nil
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-home-\(UUID().uuidString)")
@@ -63,12 +65,19 @@ public enum GateRunner {
     }
 
     /// Runs `gate` with `arguments` and waits at most `timeout` (then kills it and fails).
-    public static func run(_ arguments: [String], environment: [String: String] = isolatedEnvironment(), timeout: Duration = .seconds(30)) throws -> GateRun {
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String] = isolatedEnvironment(),
+        timeout: Duration = .seconds(30)
+    ) throws -> GateRun {
         let process = try start(arguments, environment: environment)
         return try process.finish(timeout: timeout)
     }
 
-    public static func start(_ arguments: [String], environment: [String: String] = isolatedEnvironment()) throws -> RunningGate {
+    public static func start(
+        _ arguments: [String],
+        environment: [String: String] = isolatedEnvironment()
+    ) throws -> RunningGate {
         try RunningGate(arguments: arguments, environment: environment)
     }
 }
@@ -154,11 +163,13 @@ public struct TestConfig {
 
     /// `[udp]` pointing at a host and port, with optional extra lines.
     public static func udp(host: String, port: UInt16, extra: String = "") throws -> TestConfig {
-        try TestConfig("""
+        try TestConfig(
+            """
             [udp]
             host = "\(host)"
             port = \(port)
             \(extra)
-            """)
+            """
+        )
     }
 }

@@ -86,9 +86,13 @@ public struct CapturingLogHandler: LogHandler {
         if let extra = event.metadata {
             merged.merge(extra) { _, new in new }
         }
-        capture.append(LogCapture.Entry(
-            level: event.level, message: "\(event.message)",
-            metadata: merged.mapValues { "\($0)" }, label: label
-        ))
+        capture.append(
+            LogCapture.Entry(
+                level: event.level,
+                message: "\(event.message)",
+                metadata: merged.mapValues { "\($0)" },
+                label: label
+            )
+        )
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,7 +59,9 @@ public final class LoopbackSocket: @unchecked Sendable {
                 switch Int32(storage.ss_family) {
                 case AF_INET6:
                     var address = raw.loadUnaligned(as: sockaddr_in6.self)
-                    guard inet_ntop(AF_INET6, &address.sin6_addr, &text, socklen_t(text.count)) != nil else { return nil }
+                    guard inet_ntop(AF_INET6, &address.sin6_addr, &text, socklen_t(text.count)) != nil else {
+                        return nil
+                    }
                     return (Self.string(text), UInt16(bigEndian: address.sin6_port))
                 case AF_INET:
                     var address = raw.loadUnaligned(as: sockaddr_in.self)
@@ -102,14 +105,16 @@ public final class LoopbackSocket: @unchecked Sendable {
                 address.sin6_family = sa_family_t(AF_INET6)
                 address.sin6_port = port.bigEndian
                 _ = inet_pton(AF_INET6, host, &address.sin6_addr)
-                withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) } }
+                withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
+                }
                 length = socklen_t(MemoryLayout<sockaddr_in6>.size)
             } else {
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)
                 address.sin_port = port.bigEndian
                 _ = inet_pton(AF_INET, host, &address.sin_addr)
-                withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) } }
+                withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
+                }
                 length = socklen_t(MemoryLayout<sockaddr_in>.size)
             }
             return try withUnsafePointer(to: &storage) {
@@ -137,10 +142,21 @@ public final class LoopbackSocket: @unchecked Sendable {
     ///   - reuseAddress: `SO_REUSEADDR` before binding (as mosquitto does).
     ///   - nonBlocking: `SOCK_NONBLOCK`.
     public init(
-        _ kind: Kind, host: String = "127.0.0.1", port: UInt16 = 0, listen backlog: Int32? = nil,
-        reuseAddress: Bool = false, nonBlocking: Bool = false
+        _ kind: Kind,
+        host: String = "127.0.0.1",
+        port: UInt16 = 0,
+        listen backlog: Int32? = nil,
+        reuseAddress: Bool = false,
+        nonBlocking: Bool = false
     ) throws {
-        let bound = try Self.descriptor(kind, host: host, port: port, listen: backlog, reuseAddress: reuseAddress, nonBlocking: nonBlocking)
+        let bound = try Self.descriptor(
+            kind,
+            host: host,
+            port: port,
+            listen: backlog,
+            reuseAddress: reuseAddress,
+            nonBlocking: nonBlocking
+        )
         self.kind = kind
         self.fd = bound.fd
         self.address = bound.address
@@ -152,8 +168,12 @@ public final class LoopbackSocket: @unchecked Sendable {
 
     /// A bound (and, with `backlog`, listening) descriptor that the caller owns and closes.
     public static func descriptor(
-        _ kind: Kind, host: String = "127.0.0.1", port: UInt16 = 0, listen backlog: Int32? = nil,
-        reuseAddress: Bool = false, nonBlocking: Bool = false
+        _ kind: Kind,
+        host: String = "127.0.0.1",
+        port: UInt16 = 0,
+        listen backlog: Int32? = nil,
+        reuseAddress: Bool = false,
+        nonBlocking: Bool = false
     ) throws -> (fd: Int32, address: Address) {
         let local = try Address(host: host, port: port)
         var type = kind.type | Int32(SOCK_CLOEXEC.rawValue)
@@ -198,7 +218,9 @@ public final class LoopbackSocket: @unchecked Sendable {
 
     /// Whether something accepts TCP connections on `host`:`port` right now.
     public static func acceptsConnections(port: UInt16, host: String = "127.0.0.1") -> Bool {
-        guard let peer = try? Address(host: host, port: port), let fd = try? connectedDescriptor(.tcp, to: peer) else { return false }
+        guard let peer = try? Address(host: host, port: port), let fd = try? connectedDescriptor(.tcp, to: peer) else {
+            return false
+        }
         close(fd)
         return true
     }
@@ -242,7 +264,10 @@ public final class LoopbackSocket: @unchecked Sendable {
 
     /// One datagram (or chunk) and who sent it. Without `waiting`, nil when nothing is
     /// queued; with it, waits up to that long first (nil if nothing came).
-    public func receive(waiting timeout: Duration? = nil, capacity: Int = 2048) throws -> (bytes: [UInt8], from: Address?)? {
+    public func receive(
+        waiting timeout: Duration? = nil,
+        capacity: Int = 2048
+    ) throws -> (bytes: [UInt8], from: Address?)? {
         if let timeout, !waitUntilReadable(within: timeout) { return nil }
         var buffer = [UInt8](repeating: 0, count: capacity)
         var source = sockaddr_storage()

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -126,7 +127,11 @@ public final class SlowResolverShim {
 
             """
         try text.write(toFile: source, atomically: true, encoding: .utf8)
-        let compiled = try MosquittoBroker.runTool("/usr/bin/cc", ["-shared", "-fPIC", "-o", library, source, "-ldl"], timeout: .seconds(60))
+        let compiled = try MosquittoBroker.runTool(
+            "/usr/bin/cc",
+            ["-shared", "-fPIC", "-o", library, source, "-ldl"],
+            timeout: .seconds(60)
+        )
         guard compiled.status == 0 else {
             try? FileManager.default.removeItem(at: directory)
             throw GateRunner.Failure("cannot build the getaddrinfo shim: \(compiled.summary)")
@@ -142,4 +147,3 @@ public final class SlowResolverShim {
         ((try? String(contentsOfFile: markerPath, encoding: .utf8)) ?? "").split(separator: "\n").count
     }
 }
-

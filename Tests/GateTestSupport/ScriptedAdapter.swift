@@ -91,7 +91,8 @@ public final class ScriptedAdapter: GateAdapter {
     public static func factory(_ adapters: [any GateAdapter]) -> @Sendable (AdapterKind) -> any GateAdapter {
         let byKind = Dictionary(adapters.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         return { kind in
-            byKind[kind] ?? ScriptedAdapter(kind, script: [.report(.misconfigured("no scripted \(kind) adapter")), .finish])
+            byKind[kind]
+                ?? ScriptedAdapter(kind, script: [.report(.misconfigured("no scripted \(kind) adapter")), .finish])
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,7 +59,9 @@ public final class SecretSession {
                 }
             }
         }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-secret-session-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-secret-session-\(UUID().uuidString)"
+        )
         home = directory.appendingPathComponent("home")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let script = directory.appendingPathComponent("session.sh").path
@@ -70,10 +73,15 @@ public final class SecretSession {
         // A clean environment: no desktop's DISPLAY or bus, the throwaway HOME.
         session = try MosquittoBroker.Child(
             "/usr/bin/env",
-            ["-i", "HOME=\(home.path)", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-             "/usr/bin/dbus-run-session", "--", "/bin/sh", script, readyFile, stopFile, String(getpid()), Self.keyringPassword,
-             notificationServer ? "notify" : ""],
-            stdout: URL(fileURLWithPath: logFile), stderr: URL(fileURLWithPath: logFile), watchdog: false
+            [
+                "-i", "HOME=\(home.path)", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                "/usr/bin/dbus-run-session", "--", "/bin/sh", script, readyFile, stopFile, String(getpid()),
+                Self.keyringPassword,
+                notificationServer ? "notify" : "",
+            ],
+            stdout: URL(fileURLWithPath: logFile),
+            stderr: URL(fileURLWithPath: logFile),
+            watchdog: false
         )
 
         let deadline = ContinuousClock.now + readyTimeout
@@ -125,10 +133,19 @@ public final class SecretSession {
     /// Runs `executable` inside the session to completion (killed and thrown after `timeout`),
     /// with `stdin` as its standard input (empty when nil).
     public func run(
-        _ executable: String, _ arguments: [String], stdin: String? = nil,
-        environment: [String: String]? = nil, timeout: Duration = .seconds(30)
+        _ executable: String,
+        _ arguments: [String],
+        stdin: String? = nil,
+        environment: [String: String]? = nil,
+        timeout: Duration = .seconds(30)
     ) throws -> GateRun {
-        try SessionCommand.run(executable, arguments, stdin: stdin, environment: environment ?? self.environment(), timeout: timeout)
+        try SessionCommand.run(
+            executable,
+            arguments,
+            stdin: stdin,
+            environment: environment ?? self.environment(),
+            timeout: timeout
+        )
     }
 
     /// `secret-tool lookup service gate account <account>` inside the session: the entry as
@@ -146,10 +163,13 @@ public final class SecretSession {
     /// API, as a screen lock or a timeout would. Without a display it cannot be unlocked again
     /// by a prompt.
     public func lockDefaultCollection() throws {
-        let run = try self.run("/usr/bin/dbus-send", [
-            "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
-            "org.freedesktop.Secret.Service.Lock", "array:objpath:/org/freedesktop/secrets/collection/login",
-        ])
+        let run = try self.run(
+            "/usr/bin/dbus-send",
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service.Lock", "array:objpath:/org/freedesktop/secrets/collection/login",
+            ]
+        )
         guard run.status == 0 else { throw Failure("cannot lock the keyring: \(run.summary)") }
     }
 
@@ -158,8 +178,9 @@ public final class SecretSession {
     public func notificationHistory() throws -> [(id: Int, summary: String, body: String)] {
         let run = try self.run("/usr/bin/dunstctl", ["history"])
         guard run.status == 0,
-              let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
-              let lists = json["data"] as? [[[String: Any]]] else {
+            let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+            let lists = json["data"] as? [[[String: Any]]]
+        else {
             throw Failure("dunstctl history: \(run.summary)")
         }
         return lists.flatMap { $0 }.map { entry in
@@ -179,7 +200,9 @@ public final class SecretSession {
 
     /// Ends dunst, as a notification server that crashed or was quit: the bus stays.
     public func stopNotificationServer() throws {
-        guard displayPIDs.count == 2 else { throw Failure("this session has no notification server (notificationServer: false)") }
+        guard displayPIDs.count == 2 else {
+            throw Failure("this session has no notification server (notificationServer: false)")
+        }
         Self.killIfRunning(displayPIDs[1], command: "dunst")
     }
 
@@ -193,7 +216,8 @@ public final class SecretSession {
         guard pid > 0 else { return }
         func alive() -> Bool {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  stat.contains("(\(command))") else { return false }
+                stat.contains("(\(command))")
+            else { return false }
             // A zombie is gone for our purposes (nobody may be reaping it here).
             return stat.split(separator: ")").last?.split(separator: " ").first != "Z"
         }
@@ -265,7 +289,10 @@ public final class SecretSession {
 /// would never arrive).
 public enum SessionCommand {
     public static func run(
-        _ executable: String, _ arguments: [String], stdin: String?, environment: [String: String],
+        _ executable: String,
+        _ arguments: [String],
+        stdin: String?,
+        environment: [String: String],
         timeout: Duration = .seconds(30)
     ) throws -> GateRun {
         try run(executable, arguments, input: Data((stdin ?? "").utf8), environment: environment, timeout: timeout)
@@ -273,13 +300,19 @@ public enum SessionCommand {
 
     /// Like `run(_:_:stdin:environment:timeout:)`, with any bytes as standard input.
     public static func run(
-        _ executable: String, _ arguments: [String], input: Data, environment: [String: String],
+        _ executable: String,
+        _ arguments: [String],
+        input: Data,
+        environment: [String: String],
         timeout: Duration = .seconds(30)
     ) throws -> GateRun {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gate-secret-run-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-secret-run-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let inputURL = scratch.appendingPathComponent("stdin"), out = scratch.appendingPathComponent("stdout")
+        let inputURL = scratch.appendingPathComponent("stdin")
+        let out = scratch.appendingPathComponent("stdout")
         let err = scratch.appendingPathComponent("stderr")
         for url in [inputURL, out, err] { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
         try input.write(to: inputURL)
@@ -297,7 +330,9 @@ public enum SessionCommand {
         guard wait(exited, timeout: timeout) else {
             kill(process.processIdentifier, SIGKILL)
             _ = wait(exited, timeout: .seconds(5))
-            throw SecretSession.Failure("\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout)")
+            throw SecretSession.Failure(
+                "\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout)"
+            )
         }
         return GateRun(
             status: process.terminationStatus,
@@ -318,7 +353,8 @@ public enum SessionCommand {
 
     public static func wait(_ exited: DispatchSemaphore, timeout: Duration) -> Bool {
         let (seconds, attoseconds) = timeout.components
-        let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let deadline =
+            DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         return exited.wait(timeout: deadline) == .success
     }
 }
@@ -338,8 +374,10 @@ public final class PseudoTerminal {
             guard let symbol = dlsym(nil, name) else { throw SecretSession.Failure("libc has no \(name)") }
             return unsafeBitCast(symbol, to: type)
         }
-        let openpt = try libc("posix_openpt", as: FDCall.self), grant = try libc("grantpt", as: FDCall.self)
-        let unlock = try libc("unlockpt", as: FDCall.self), name = try libc("ptsname_r", as: NameCall.self)
+        let openpt = try libc("posix_openpt", as: FDCall.self)
+        let grant = try libc("grantpt", as: FDCall.self)
+        let unlock = try libc("unlockpt", as: FDCall.self)
+        let name = try libc("ptsname_r", as: NameCall.self)
         master = openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
         var path = [CChar](repeating: 0, count: 128)
         guard master >= 0, grant(master) == 0, unlock(master) == 0, name(master, &path, path.count) == 0 else {
@@ -382,7 +420,9 @@ public final class PseudoTerminal {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return (seen, false) }
             var pfd = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            let milliseconds = Int32(
+                max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            )
             let ready = poll(&pfd, 1, milliseconds)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { return (seen, false) }

@@ -13,8 +13,10 @@ public enum ShimCheck {
         }
         guard let compiler else { throw SecretSession.Failure("no C compiler on PATH") }
         return try SessionCommand.run(
-            "/bin/sh", ["-c", "\(compiler) -fsyntax-only -Werror \(cflags) -x c -"],
-            stdin: source, environment: ProcessInfo.processInfo.environment
+            "/bin/sh",
+            ["-c", "\(compiler) -fsyntax-only -Werror \(cflags) -x c -"],
+            stdin: source,
+            environment: ProcessInfo.processInfo.environment
         )
     }
 }

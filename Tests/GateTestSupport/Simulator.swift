@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -76,7 +77,9 @@ public final class Simulator {
     /// the test's own (`ESP32_SIM_MQTT_PASSWORD` is passed only when given here). The
     /// default timeout outlasts the simulator's own 10 s limit for the first MQTT connection.
     public init(
-        _ extraArguments: [String] = [], udp: String = "127.0.0.1:0", environment: [String: String] = [:],
+        _ extraArguments: [String] = [],
+        udp: String = "127.0.0.1:0",
+        environment: [String: String] = [:],
         readyTimeout: Duration = .seconds(15)
     ) throws {
         directory = FileManager.default.temporaryDirectory
@@ -108,8 +111,10 @@ public final class Simulator {
             Self.kill(process, exited: exited)
             try? stdoutReader.close()  // no deinit for an object that was never whole
             try? FileManager.default.removeItem(at: directory)
-            throw Failure(description: "esp32-sim \(arguments) did not print ready within \(readyTimeout); "
-                + "stdout: \(text.debugDescription), stderr:\n\(log)")
+            throw Failure(
+                description: "esp32-sim \(arguments) did not print ready within \(readyTimeout); "
+                    + "stdout: \(text.debugDescription), stderr:\n\(log)"
+            )
         }
         // The "listening on" and "connected" lines are written before "ready", so they are in the file by now.
         let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
@@ -122,8 +127,8 @@ public final class Simulator {
             return
         }
         guard let line = lines.first(where: { $0.contains("listening on udp ") }),
-              let colon = line.lastIndex(of: ":"),
-              let port = UInt16(line[line.index(after: colon)...])
+            let colon = line.lastIndex(of: ":"),
+            let port = UInt16(line[line.index(after: colon)...])
         else {
             Self.kill(process, exited: exited)
             try? stdoutReader.close()  // no deinit for an object that was never whole
@@ -159,7 +164,8 @@ public final class Simulator {
 
     /// The trigger log, one entry per relay activation; throws if a line is not valid JSON.
     public func activations() throws -> [Activation] {
-        let text = FileManager.default.fileExists(atPath: triggerLogPath)
+        let text =
+            FileManager.default.fileExists(atPath: triggerLogPath)
             ? try String(contentsOfFile: triggerLogPath, encoding: .utf8) : ""
         guard text.isEmpty || text.hasSuffix("\n") else {
             throw Failure(description: "trigger log ends in a partial line: \(text.debugDescription)")
@@ -180,7 +186,8 @@ public final class Simulator {
         if let termination { return termination }
         guard exited.wait(timeout: dispatchDeadline(after: timeout)) == .success
         else { return nil }
-        let result: Termination = process.terminationReason == .exit
+        let result: Termination =
+            process.terminationReason == .exit
             ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
         termination = result
         return result
@@ -200,13 +207,18 @@ public final class Simulator {
     }
 
     /// Runs `esp32-sim` with exactly `arguments` to completion (usage errors, `--help`).
-    public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(15)) throws
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(15)
+    ) throws
         -> (termination: Termination, stdout: String, stderr: String)
     {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("esp32-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
+        let out = directory.appendingPathComponent("stdout")
+        let err = directory.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
@@ -224,7 +236,8 @@ public final class Simulator {
             kill(process, exited: exited)
             throw Failure(description: "esp32-sim \(arguments) did not exit within \(timeout)")
         }
-        let termination: Termination = process.terminationReason == .exit
+        let termination: Termination =
+            process.terminationReason == .exit
             ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
         return (termination, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
     }
@@ -239,8 +252,10 @@ public final class Simulator {
         let candidate = URL(fileURLWithPath: testExecutable).deletingLastPathComponent()
             .appendingPathComponent("esp32-sim")
         guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
-            throw Failure(description: "no esp32-sim at \(candidate.path); build it first "
-                + "(swift build --product esp32-sim) or set ESP32_SIM_BINARY")
+            throw Failure(
+                description: "no esp32-sim at \(candidate.path); build it first "
+                    + "(swift build --product esp32-sim) or set ESP32_SIM_BINARY"
+            )
         }
         return candidate
     }
@@ -265,7 +280,11 @@ public final class Simulator {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return (text, false) }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            let ready = poll(
+                &pfd,
+                1,
+                Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            )
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { return (text, false) }
             let count = read(fd, &chunk, chunk.count)

@@ -52,7 +52,9 @@ func startOrphanGuard(killing pid: Int32, label: String) throws -> Process {
 public func closeFileStreams(of process: Process) {
     for stream in [process.standardInput, process.standardOutput, process.standardError] {
         // Not /dev/null, and not this process's own 0, 1 and 2 (Process's defaults).
-        guard let handle = stream as? FileHandle, handle !== FileHandle.nullDevice, handle.fileDescriptor > 2 else { continue }
+        guard let handle = stream as? FileHandle, handle !== FileHandle.nullDevice, handle.fileDescriptor > 2 else {
+            continue
+        }
         try? handle.close()  // stdout and stderr may be one handle: the second close is a no-op error
     }
 }
@@ -74,7 +76,7 @@ private func openDescriptors(where matches: (String) -> Bool) -> [String] {
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
     return entries.compactMap { entry in
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),
-              matches(target)
+            matches(target)
         else { return nil }
         return "\(entry) -> \(target)"
     }

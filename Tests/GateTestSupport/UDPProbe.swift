@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -135,7 +136,11 @@ public final class UDPProbe {
             }
         }
         let arrival = Self.timestamp(control, length: controlLength) ?? Self.now()
-        return Datagram(bytes: Array(buffer[..<count]), arrival: arrival, from: LoopbackSocket.Address(storage: peer)?.description ?? "?")
+        return Datagram(
+            bytes: Array(buffer[..<count]),
+            arrival: arrival,
+            from: LoopbackSocket.Address(storage: peer)?.description ?? "?"
+        )
     }
 
     /// Walks the control messages (cmsghdr: size_t len, int level, int type, then the data

@@ -43,46 +43,46 @@ extension GateConfig {
                 ("timeout", old.timeout != new.timeout),
             ]
         }
-        + Self.changes(in: "mqtt", old: old.mqtt, new: mqtt) { old, new in
-            [
-                ("host", old.host != new.host),
-                ("port", old.port != new.port),
-                ("tls", old.tls != new.tls),
-                ("ca_file", old.caFile != new.caFile),
-                ("username", old.username != new.username),
-                ("client_id_prefix", old.clientIDPrefix != new.clientIDPrefix),
-                ("trigger_topic", old.triggerTopic != new.triggerTopic),
-                ("status_topic", old.statusTopic != new.statusTopic),
-                ("timeout", old.timeout != new.timeout),
-            ]
-        }
-        + Self.changes(in: "button", old: old.button, new: button) { old, new in
-            [
-                ("chip", old.chip != new.chip),
-                ("line", old.line != new.line),
-                ("active_low", old.activeLow != new.activeLow),
-                ("debounce_ms", old.debounceMilliseconds != new.debounceMilliseconds),
-            ]
-        }
-        + Self.changes(in: "runtime", old: old.runtime, new: runtime) { old, new in
-            [
-                ("reset_delay", old.resetDelay != new.resetDelay),
-                ("cooldown", old.cooldown != new.cooldown),
-            ]
-        }
-        + Self.changes(in: "homeassistant", old: old.homeAssistant, new: homeAssistant) { old, new in
-            [
-                ("discovery_prefix", old.discoveryPrefix != new.discoveryPrefix),
-                ("node_id", old.nodeID != new.nodeID),
-                ("name", old.name != new.name),
-            ]
-        }
-        + Self.changes(in: "notify", old: old.notify, new: notify) { old, new in
-            [
-                ("every_opening", old.everyOpening != new.everyOpening),
-                ("timeout_ms", old.timeoutMilliseconds != new.timeoutMilliseconds),
-            ]
-        }
+            + Self.changes(in: "mqtt", old: old.mqtt, new: mqtt) { old, new in
+                [
+                    ("host", old.host != new.host),
+                    ("port", old.port != new.port),
+                    ("tls", old.tls != new.tls),
+                    ("ca_file", old.caFile != new.caFile),
+                    ("username", old.username != new.username),
+                    ("client_id_prefix", old.clientIDPrefix != new.clientIDPrefix),
+                    ("trigger_topic", old.triggerTopic != new.triggerTopic),
+                    ("status_topic", old.statusTopic != new.statusTopic),
+                    ("timeout", old.timeout != new.timeout),
+                ]
+            }
+            + Self.changes(in: "button", old: old.button, new: button) { old, new in
+                [
+                    ("chip", old.chip != new.chip),
+                    ("line", old.line != new.line),
+                    ("active_low", old.activeLow != new.activeLow),
+                    ("debounce_ms", old.debounceMilliseconds != new.debounceMilliseconds),
+                ]
+            }
+            + Self.changes(in: "runtime", old: old.runtime, new: runtime) { old, new in
+                [
+                    ("reset_delay", old.resetDelay != new.resetDelay),
+                    ("cooldown", old.cooldown != new.cooldown),
+                ]
+            }
+            + Self.changes(in: "homeassistant", old: old.homeAssistant, new: homeAssistant) { old, new in
+                [
+                    ("discovery_prefix", old.discoveryPrefix != new.discoveryPrefix),
+                    ("node_id", old.nodeID != new.nodeID),
+                    ("name", old.name != new.name),
+                ]
+            }
+            + Self.changes(in: "notify", old: old.notify, new: notify) { old, new in
+                [
+                    ("every_opening", old.everyOpening != new.everyOpening),
+                    ("timeout_ms", old.timeoutMilliseconds != new.timeoutMilliseconds),
+                ]
+            }
     }
 
     /// The daemon's log line for a reload:
@@ -111,7 +111,9 @@ extension GateConfig {
         case (.some, nil):
             return [ConfigChange(key: table, kind: .removed)]
         case let (old?, new?):
-            return differences(old, new).filter(\.differs).map { ConfigChange(key: "\(table).\($0.key)", kind: .changed) }
+            return differences(old, new).filter(\.differs).map {
+                ConfigChange(key: "\(table).\($0.key)", kind: .changed)
+            }
         }
     }
 }

@@ -27,7 +27,11 @@ enum ConfigTable: String, CaseIterable {
     var keys: [String] {
         switch self {
         case .udp: ["host", "port", "timeout"]
-        case .mqtt: ["host", "port", "tls", "ca_file", "username", "client_id_prefix", "trigger_topic", "status_topic", "timeout"]
+        case .mqtt:
+            [
+                "host", "port", "tls", "ca_file", "username", "client_id_prefix", "trigger_topic", "status_topic",
+                "timeout",
+            ]
         case .button: ["chip", "line", "active_low", "debounce_ms"]
         case .runtime: ["reset_delay", "cooldown"]
         case .homeassistant: ["discovery_prefix", "node_id", "name"]
@@ -78,7 +82,8 @@ struct ConfigValidator {
     /// The line of each known table: its header, or the first key put in it.
     private(set) var tableLines = PerTable<Int>()
 
-    static let passwordAdvice = "secrets do not live in files: store the MQTT password with `gate secret set mqtt-password`, "
+    static let passwordAdvice =
+        "secrets do not live in files: store the MQTT password with `gate secret set mqtt-password`, "
         + "or give the service the systemd credential `mqtt-password` (read from $CREDENTIALS_DIRECTORY); then remove this key"
 
     init(document: TOMLDocument, file: String) {
@@ -127,7 +132,11 @@ struct ConfigValidator {
     mutating func validate() -> GateConfig? {
         checkStructure()
         guard tableLines[.udp] != nil || tableLines[.mqtt] != nil else {
-            report(nil, line: nil, "the configuration needs at least one of [udp] or [mqtt]; without them gate has no way to open the gate")
+            report(
+                nil,
+                line: nil,
+                "the configuration needs at least one of [udp] or [mqtt]; without them gate has no way to open the gate"
+            )
             _ = runtimeConfig()
             _ = buttonConfig()
             _ = homeAssistantConfig()
@@ -145,7 +154,14 @@ struct ConfigValidator {
         if tableLines[.button] != nil, button == nil { return nil }
         if tableLines[.homeassistant] != nil, homeAssistant == nil { return nil }
         if tableLines[.notify] != nil, notify == nil { return nil }
-        return GateConfig(udp: udp, mqtt: mqtt, button: button, runtime: runtime, homeAssistant: homeAssistant, notify: notify)
+        return GateConfig(
+            udp: udp,
+            mqtt: mqtt,
+            button: button,
+            runtime: runtime,
+            homeAssistant: homeAssistant,
+            notify: notify
+        )
     }
 
     /// Sorts every header and key into known or refused, and files the known ones.
@@ -175,7 +191,11 @@ struct ConfigValidator {
             }
             if refusedTables.contains(entry.table) { continue }
             guard path.count > 1 else {
-                report(TOMLDocument.displayKey(path), line: entry.line, "keys belong in a table (\(ConfigTable.list)), not at the top of the file")
+                report(
+                    TOMLDocument.displayKey(path),
+                    line: entry.line,
+                    "keys belong in a table (\(ConfigTable.list)), not at the top of the file"
+                )
                 continue
             }
             guard let table = ConfigTable(rawValue: path[0]) else {
@@ -206,7 +226,9 @@ struct ConfigValidator {
     }
 
     private func unknownKeyMessage(_ path: [String], in table: ConfigTable) -> String {
-        guard path.count == 2 else { return "unknown key; the keys of [\(table.rawValue)] hold plain values, not tables" }
+        guard path.count == 2 else {
+            return "unknown key; the keys of [\(table.rawValue)] hold plain values, not tables"
+        }
         if let guess = Self.suggestion(for: path[1], among: table.keys) {
             return "unknown key in [\(table.rawValue)]; did you mean `\(guess)`?"
         }

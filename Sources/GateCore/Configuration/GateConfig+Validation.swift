@@ -26,7 +26,11 @@ extension ConfigValidator {
         let port = integer(.udp, "port", in: 1...65535)
         let timeout = seconds(.udp, "timeout", allowsZero: false, maximum: 60)
         guard let host else { return nil }
-        return UDPConfig(host: host, port: port.or(UDPConfig.defaultPort), timeout: timeout.or(UDPConfig.defaultTimeout))
+        return UDPConfig(
+            host: host,
+            port: port.or(UDPConfig.defaultPort),
+            timeout: timeout.or(UDPConfig.defaultTimeout)
+        )
     }
 
     mutating func mqttConfig() -> MQTTConfig? {
@@ -60,7 +64,11 @@ extension ConfigValidator {
         var chip = ButtonConfig.defaultChip
         if case .found(let name, let line) = string(.button, "chip") {
             if name.isEmpty {
-                report("button.chip", line: line, "must not be empty; give a chip name such as \"gpiochip0\", a number, a path or a label")
+                report(
+                    "button.chip",
+                    line: line,
+                    "must not be empty; give a chip name such as \"gpiochip0\", a number, a path or a label"
+                )
             } else if name.utf8.contains(0) {
                 report("button.chip", line: line, "must not contain a NUL character")
             } else {
@@ -84,7 +92,9 @@ extension ConfigValidator {
 
     mutating func runtimeConfig() -> RuntimeConfig {
         RuntimeConfig(
-            resetDelay: seconds(.runtime, "reset_delay", allowsZero: true, maximum: 3600).or(RuntimeConfig.defaultResetDelay),
+            resetDelay: seconds(.runtime, "reset_delay", allowsZero: true, maximum: 3600).or(
+                RuntimeConfig.defaultResetDelay
+            ),
             cooldown: seconds(.runtime, "cooldown", allowsZero: true, maximum: 3600).or(RuntimeConfig.defaultCooldown)
         )
     }
@@ -94,14 +104,22 @@ extension ConfigValidator {
         guard let tableLine = tableLines[.homeassistant] else { return nil }
         var valid = true
         if tableLines[.mqtt] == nil {
-            report("homeassistant", line: tableLine, "[homeassistant] needs [mqtt]: Home Assistant is reached through the MQTT broker")
+            report(
+                "homeassistant",
+                line: tableLine,
+                "[homeassistant] needs [mqtt]: Home Assistant is reached through the MQTT broker"
+            )
             valid = false
         }
         var prefix = HomeAssistantConfig.defaultDiscoveryPrefix
         switch string(.homeassistant, "discovery_prefix") {
         case .found(let text, let line):
             if text.isEmpty {
-                report("homeassistant.discovery_prefix", line: line, "must not be empty; Home Assistant's default is \"homeassistant\"")
+                report(
+                    "homeassistant.discovery_prefix",
+                    line: line,
+                    "must not be empty; Home Assistant's default is \"homeassistant\""
+                )
                 valid = false
             } else if text.unicodeScalars.contains(where: Self.isControl) {
                 report("homeassistant.discovery_prefix", line: line, "must not contain control characters")
@@ -110,7 +128,11 @@ extension ConfigValidator {
                 report("homeassistant.discovery_prefix", line: line, "must not contain wildcards (`+` or `#`)")
                 valid = false
             } else if text.hasPrefix("/") || text.hasSuffix("/") || text.utf8.count > 1000 {
-                report("homeassistant.discovery_prefix", line: line, "must not begin or end with `/` (and stay under 1000 bytes); Home Assistant's default is \"homeassistant\"")
+                report(
+                    "homeassistant.discovery_prefix",
+                    line: line,
+                    "must not begin or end with `/` (and stay under 1000 bytes); Home Assistant's default is \"homeassistant\""
+                )
                 valid = false
             } else {
                 prefix = text
@@ -122,7 +144,11 @@ extension ConfigValidator {
         switch string(.homeassistant, "node_id") {
         case .found(let text, let line):
             if text.isEmpty || text.utf8.count > 64 || !text.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) }) {
-                report("homeassistant.node_id", line: line, "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics")
+                report(
+                    "homeassistant.node_id",
+                    line: line,
+                    "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics"
+                )
                 valid = false
             } else {
                 nodeID = text
@@ -152,9 +178,17 @@ extension ConfigValidator {
     mutating func notifyConfig() -> NotifyConfig? {
         guard tableLines[.notify] != nil else { return nil }
         let everyOpening = boolean(.notify, "every_opening")
-        let timeout = integer(.notify, "timeout_ms", in: NotifyConfig.timeoutRange, unit: " ms; 0 keeps it until dismissed")
+        let timeout = integer(
+            .notify,
+            "timeout_ms",
+            in: NotifyConfig.timeoutRange,
+            unit: " ms; 0 keeps it until dismissed"
+        )
         guard !everyOpening.isInvalid, !timeout.isInvalid else { return nil }
-        return NotifyConfig(everyOpening: everyOpening.or(false), timeoutMilliseconds: timeout.or(NotifyConfig.defaultTimeoutMilliseconds))
+        return NotifyConfig(
+            everyOpening: everyOpening.or(false),
+            timeoutMilliseconds: timeout.or(NotifyConfig.defaultTimeoutMilliseconds)
+        )
     }
 
     // MARK: Keys with their own rules
@@ -163,7 +197,11 @@ extension ConfigValidator {
         let key = "\(table.rawValue).host"
         switch string(table, "host") {
         case .absent:
-            report(key, line: tableLines[table], "a host is required in [\(table.rawValue)]: the IPv4 or IPv6 literal or the host name of \(what)")
+            report(
+                key,
+                line: tableLines[table],
+                "a host is required in [\(table.rawValue)]: the IPv4 or IPv6 literal or the host name of \(what)"
+            )
             return nil
         case .invalid:
             return nil
@@ -176,7 +214,11 @@ extension ConfigValidator {
                 // `[::1]` as in URLs; stored bare, as the socket layer takes it.
                 let inner = String(text.dropFirst().dropLast())
                 if !inner.hasPrefix("["), IPAddress(literal: inner)?.family == .v6 { return inner }
-                report(key, line: line, "\(TOMLDocument.quoted(text)) is not a valid IPv6 address; brackets are only for IPv6 literals")
+                report(
+                    key,
+                    line: line,
+                    "\(TOMLDocument.quoted(text)) is not a valid IPv6 address; brackets are only for IPv6 literals"
+                )
             } else if let problem = HostName.problem(with: text) {
                 report(key, line: line, problem)
             } else {
@@ -189,7 +231,11 @@ extension ConfigValidator {
     private mutating func caFile(tls: ConfigLookup<Bool>) -> String? {
         guard case .found(let path, let line) = string(.mqtt, "ca_file") else { return nil }
         if path.isEmpty {
-            report("mqtt.ca_file", line: line, "must not be empty; leave ca_file out to use the system's trusted certificates")
+            report(
+                "mqtt.ca_file",
+                line: line,
+                "must not be empty; leave ca_file out to use the system's trusted certificates"
+            )
         } else if path.utf8.contains(0) {
             report("mqtt.ca_file", line: line, "must not contain a NUL character")
         } else if !tls.isInvalid, !tls.or(false) {
@@ -214,11 +260,20 @@ extension ConfigValidator {
 
     private mutating func clientIDPrefix() -> ConfigLookup<String> {
         guard case .found(let prefix, let line) = string(.mqtt, "client_id_prefix") else { return .absent }
-        let why = "the client id is this prefix plus 8 hex digits, and MQTT 3.1.1 brokers need only accept 23 characters"
+        let why =
+            "the client id is this prefix plus 8 hex digits, and MQTT 3.1.1 brokers need only accept 23 characters"
         if !prefix.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) }) {
-            report("mqtt.client_id_prefix", line: line, "may only contain A–Z, a–z, 0–9, `_` and `-`; \(why) of that kind")
+            report(
+                "mqtt.client_id_prefix",
+                line: line,
+                "may only contain A–Z, a–z, 0–9, `_` and `-`; \(why) of that kind"
+            )
         } else if prefix.utf8.count > 15 {
-            report("mqtt.client_id_prefix", line: line, "the prefix is \(prefix.utf8.count) characters long, more than 15; \(why)")
+            report(
+                "mqtt.client_id_prefix",
+                line: line,
+                "the prefix is \(prefix.utf8.count) characters long, more than 15; \(why)"
+            )
         } else {
             return .found(prefix, line: line)
         }
@@ -234,7 +289,11 @@ extension ConfigValidator {
         } else if topic.utf8.contains(0) {
             report(key, line: line, "must not contain a NUL character")
         } else if topic.contains("+") || topic.contains("#") {
-            report(key, line: line, "topics must not contain wildcards (`+` or `#`): gate publishes and reads one exact topic")
+            report(
+                key,
+                line: line,
+                "topics must not contain wildcards (`+` or `#`): gate publishes and reads one exact topic"
+            )
         } else if topic.utf8.count > 65535 {
             report(key, line: line, "the topic is \(topic.utf8.count) bytes long; an MQTT topic has at most 65535")
         } else {
@@ -245,13 +304,19 @@ extension ConfigValidator {
 
     private mutating func checkTopicsDiffer(trigger: ConfigLookup<String>, status: ConfigLookup<String>) {
         guard !trigger.isInvalid, !status.isInvalid,
-              trigger.or(MQTTConfig.defaultTriggerTopic) == status.or(MQTTConfig.defaultStatusTopic) else { return }
-        let (key, line): (String, Int?) = switch (status, trigger) {
-        case (.found(_, let line), _): ("mqtt.status_topic", line)
-        case (_, .found(_, let line)): ("mqtt.trigger_topic", line)
-        default: ("mqtt.status_topic", tableLines[.mqtt])
-        }
-        report(key, line: line, "trigger_topic and status_topic must differ; gate would take its own trigger for the ESP32's status")
+            trigger.or(MQTTConfig.defaultTriggerTopic) == status.or(MQTTConfig.defaultStatusTopic)
+        else { return }
+        let (key, line): (String, Int?) =
+            switch (status, trigger) {
+            case (.found(_, let line), _): ("mqtt.status_topic", line)
+            case (_, .found(_, let line)): ("mqtt.trigger_topic", line)
+            default: ("mqtt.status_topic", tableLines[.mqtt])
+            }
+        report(
+            key,
+            line: line,
+            "trigger_topic and status_topic must differ; gate would take its own trigger for the ESP32's status"
+        )
     }
 
     // MARK: Typed values
@@ -282,24 +347,39 @@ extension ConfigValidator {
         return .found(flag, line: entry.line)
     }
 
-    private mutating func integer(_ table: ConfigTable, _ key: String, in range: ClosedRange<Int>, unit: String = "") -> ConfigLookup<Int> {
+    private mutating func integer(
+        _ table: ConfigTable,
+        _ key: String,
+        in range: ClosedRange<Int>,
+        unit: String = ""
+    ) -> ConfigLookup<Int> {
         guard let entry = values[table]?[key] else { return .absent }
         guard case .integer(let number) = entry.value else {
             mismatch(table, key, entry, expected: "an integer")
             return .invalid
         }
         guard number >= Int64(range.lowerBound), number <= Int64(range.upperBound) else {
-            report("\(table.rawValue).\(key)", line: entry.line, "\(number) is out of range (\(range.lowerBound)–\(range.upperBound)\(unit))")
+            report(
+                "\(table.rawValue).\(key)",
+                line: entry.line,
+                "\(number) is out of range (\(range.lowerBound)–\(range.upperBound)\(unit))"
+            )
             return .invalid
         }
         return .found(Int(number), line: entry.line)
     }
 
     /// A duration: an integer or a float, finite, within `0…maximum` (`0` itself only when `allowsZero`).
-    private mutating func seconds(_ table: ConfigTable, _ key: String, allowsZero: Bool, maximum: Int) -> ConfigLookup<Double> {
+    private mutating func seconds(
+        _ table: ConfigTable,
+        _ key: String,
+        allowsZero: Bool,
+        maximum: Int
+    ) -> ConfigLookup<Double> {
         guard let entry = values[table]?[key] else { return .absent }
         let name = "\(table.rawValue).\(key)"
-        let value: Double, written: String
+        let value: Double
+        let written: String
         switch entry.value {
         case .integer(let number): (value, written) = (Double(number), "\(number)")
         case .float(let number): (value, written) = (number, "\(number)")
@@ -310,11 +390,19 @@ extension ConfigValidator {
         if !value.isFinite {
             report(name, line: entry.line, "\(written) is not a finite number of seconds")
         } else if allowsZero ? value < 0 : value <= 0 {
-            report(name, line: entry.line, allowsZero
-                ? "\(written) is negative; it must be between 0 and \(maximum) seconds"
-                : "\(written) is not a usable timeout; it must be more than 0 seconds")
+            report(
+                name,
+                line: entry.line,
+                allowsZero
+                    ? "\(written) is negative; it must be between 0 and \(maximum) seconds"
+                    : "\(written) is not a usable timeout; it must be more than 0 seconds"
+            )
         } else if value > Double(maximum) {
-            report(name, line: entry.line, "\(written) is more than \(maximum) seconds; the value is in seconds, not milliseconds")
+            report(
+                name,
+                line: entry.line,
+                "\(written) is more than \(maximum) seconds; the value is in seconds, not milliseconds"
+            )
         } else {
             // -0.0 would print as "-0.0"; a plain zero reads better.
             return .found(value == 0 ? 0 : value, line: entry.line)

@@ -14,8 +14,12 @@ public struct GateConfig: Sendable, Equatable {
     public var notify: NotifyConfig?
 
     public init(
-        udp: UDPConfig? = nil, mqtt: MQTTConfig? = nil, button: ButtonConfig? = nil, runtime: RuntimeConfig = RuntimeConfig(),
-        homeAssistant: HomeAssistantConfig? = nil, notify: NotifyConfig? = nil
+        udp: UDPConfig? = nil,
+        mqtt: MQTTConfig? = nil,
+        button: ButtonConfig? = nil,
+        runtime: RuntimeConfig = RuntimeConfig(),
+        homeAssistant: HomeAssistantConfig? = nil,
+        notify: NotifyConfig? = nil
     ) {
         self.udp = udp
         self.mqtt = mqtt
@@ -142,7 +146,12 @@ public struct ButtonConfig: Sendable, Equatable {
     public var activeLow: Bool
     public var debounceMilliseconds: Int
 
-    public init(chip: String = ButtonConfig.defaultChip, line: Int, activeLow: Bool = true, debounceMilliseconds: Int = ButtonConfig.defaultDebounceMilliseconds) {
+    public init(
+        chip: String = ButtonConfig.defaultChip,
+        line: Int,
+        activeLow: Bool = true,
+        debounceMilliseconds: Int = ButtonConfig.defaultDebounceMilliseconds
+    ) {
         self.chip = chip
         self.line = line
         self.activeLow = activeLow
@@ -160,7 +169,8 @@ public struct RuntimeConfig: Sendable, Equatable {
     /// Seconds after a cycle during which a new opening is refused.
     public var cooldown: Double
 
-    public init(resetDelay: Double = RuntimeConfig.defaultResetDelay, cooldown: Double = RuntimeConfig.defaultCooldown) {
+    public init(resetDelay: Double = RuntimeConfig.defaultResetDelay, cooldown: Double = RuntimeConfig.defaultCooldown)
+    {
         self.resetDelay = resetDelay
         self.cooldown = cooldown
     }

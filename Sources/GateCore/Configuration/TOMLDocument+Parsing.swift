@@ -53,7 +53,7 @@ struct TOMLLineScanner {
     static func isBareKeyByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
             true
         default:
             false
@@ -66,7 +66,9 @@ struct TOMLLineScanner {
             skipWhitespace()
             path.append(try simpleKey())
             if path.count > TOMLDocument.maximumKeyDepth {
-                throw failure("keys nested deeper than \(TOMLDocument.maximumKeyDepth) levels are not used in gate's configuration")
+                throw failure(
+                    "keys nested deeper than \(TOMLDocument.maximumKeyDepth) levels are not used in gate's configuration"
+                )
             }
             skipWhitespace()
             guard consume(UInt8(ascii: ".")) else { return path }
@@ -88,7 +90,9 @@ struct TOMLLineScanner {
             while let next = peek(), Self.isBareKeyByte(next) { index += 1 }
             guard index > start else {
                 let shown = (0x21...0x7E).contains(byte) ? "`\(Character(Unicode.Scalar(byte)))`" : "this character"
-                throw failure("expected a key, found \(shown); bare keys use A–Z, a–z, 0–9, `_` and `-`, other keys need quotes")
+                throw failure(
+                    "expected a key, found \(shown); bare keys use A–Z, a–z, 0–9, `_` and `-`, other keys need quotes"
+                )
             }
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
@@ -112,8 +116,10 @@ struct TOMLLineScanner {
             throw failure("inline tables are not used in gate's configuration")
         default:
             let start = index
-            while let byte = peek(), Self.isBareKeyByte(byte) || byte == UInt8(ascii: "+")
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":") {
+            while let byte = peek(),
+                Self.isBareKeyByte(byte) || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+            {
                 index += 1
             }
             return try scalar(Array(bytes[start..<index]))
@@ -137,7 +143,8 @@ struct TOMLLineScanner {
         if TOMLNumber.looksLikeDateOrTime(token) {
             throw failure("dates and times are not used in gate's configuration")
         }
-        let isNumeric = TOMLNumber.isDigit(first) || first == UInt8(ascii: "+") || first == UInt8(ascii: "-")
+        let isNumeric =
+            TOMLNumber.isDigit(first) || first == UInt8(ascii: "+") || first == UInt8(ascii: "-")
             || first == UInt8(ascii: ".")
         guard isNumeric else {
             throw failure("this value is not valid TOML; strings need quotes (\"...\"), booleans are true or false")
@@ -183,7 +190,9 @@ struct TOMLLineScanner {
         case UInt8(ascii: "u"): try unicodeEscape(digits: 4, into: &text)
         case UInt8(ascii: "U"): try unicodeEscape(digits: 8, into: &text)
         default:
-            throw failure("invalid escape sequence in a string; TOML allows \\\" \\\\ \\b \\t \\n \\f \\r \\uXXXX and \\UXXXXXXXX")
+            throw failure(
+                "invalid escape sequence in a string; TOML allows \\\" \\\\ \\b \\t \\n \\f \\r \\uXXXX and \\UXXXXXXXX"
+            )
         }
     }
 

@@ -109,7 +109,11 @@ public struct TOMLDocument: Sendable {
                 statement = try scanner.statement()
             } catch {
                 // The scanner knows the key as written; the problem names it in full.
-                throw TOMLSyntaxError(line: error.line, key: error.key.map { currentTable + $0 }, message: error.message)
+                throw TOMLSyntaxError(
+                    line: error.line,
+                    key: error.key.map { currentTable + $0 },
+                    message: error.message
+                )
             }
             switch statement {
             case .blank:
@@ -129,7 +133,11 @@ public struct TOMLDocument: Sendable {
             let prefix = Array(path[..<length])
             switch definitions[Self.definitionKey(prefix)] {
             case .value(let first):
-                throw conflict(prefix, line: line, "already holds a value (line \(first)), so it cannot also be a table")
+                throw conflict(
+                    prefix,
+                    line: line,
+                    "already holds a value (line \(first)), so it cannot also be a table"
+                )
             case .header, .implicit, .dotted:
                 break
             case nil:
@@ -140,9 +148,17 @@ public struct TOMLDocument: Sendable {
         case .value(let first):
             throw conflict(path, line: line, "already holds a value (line \(first)), so it cannot also be a table")
         case .header(let first):
-            throw conflict(path, line: line, "the table [\(Self.displayKey(path))] is defined twice (first on line \(first))")
+            throw conflict(
+                path,
+                line: line,
+                "the table [\(Self.displayKey(path))] is defined twice (first on line \(first))"
+            )
         case .dotted(let first):
-            throw conflict(path, line: line, "the table [\(Self.displayKey(path))] was already created by a dotted key on line \(first)")
+            throw conflict(
+                path,
+                line: line,
+                "the table [\(Self.displayKey(path))] was already created by a dotted key on line \(first)"
+            )
         case .implicit, nil:
             definitions[Self.definitionKey(path)] = .header(line: line)
         }
@@ -153,17 +169,33 @@ public struct TOMLDocument: Sendable {
     private mutating func defineValue(_ key: [String], value: TOMLValue, line: Int) throws(TOMLSyntaxError) {
         let path = currentTable + key
         guard path.count <= Self.maximumKeyDepth else {
-            throw conflict(path, line: line, "keys nested deeper than \(Self.maximumKeyDepth) levels are not used in gate's configuration")
+            throw conflict(
+                path,
+                line: line,
+                "keys nested deeper than \(Self.maximumKeyDepth) levels are not used in gate's configuration"
+            )
         }
         for length in (currentTable.count + 1)..<path.count {
             let prefix = Array(path[..<length])
             switch definitions[Self.definitionKey(prefix)] {
             case .value(let first):
-                throw conflict(path, line: line, "\(Self.displayKey(prefix)) already holds a value (line \(first)), so it cannot also hold keys")
+                throw conflict(
+                    path,
+                    line: line,
+                    "\(Self.displayKey(prefix)) already holds a value (line \(first)), so it cannot also hold keys"
+                )
             case .header(let first):
-                throw conflict(path, line: line, "the table [\(Self.displayKey(prefix))] has a header on line \(first); add keys to it there")
+                throw conflict(
+                    path,
+                    line: line,
+                    "the table [\(Self.displayKey(prefix))] has a header on line \(first); add keys to it there"
+                )
             case .implicit:
-                throw conflict(path, line: line, "the table [\(Self.displayKey(prefix))] is defined by headers; add keys under one of them")
+                throw conflict(
+                    path,
+                    line: line,
+                    "the table [\(Self.displayKey(prefix))] is defined by headers; add keys under one of them"
+                )
             case .dotted:
                 break
             case nil:

@@ -46,7 +46,9 @@ enum TOMLNumber {
         let start = signed ? 1 : 0
         let isFloat = token.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
         guard start < token.count, isDigit(token[start]) else {
-            throw Failure(message: isFloat ? "a float needs a digit before its decimal point" : "expected digits after the sign")
+            throw Failure(
+                message: isFloat ? "a float needs a digit before its decimal point" : "expected digits after the sign"
+            )
         }
         let integerEnd = try digitRun(token, from: start, radix: 10)
         if token[start] == UInt8(ascii: "0"), integerEnd - start > 1 {
@@ -96,7 +98,8 @@ enum TOMLNumber {
         return index
     }
 
-    private static func integer(_ token: [UInt8], from start: Int, radix: Int, negative: Bool) throws(Failure) -> Int64 {
+    private static func integer(_ token: [UInt8], from start: Int, radix: Int, negative: Bool) throws(Failure) -> Int64
+    {
         guard try digitRun(token, from: start, radix: radix) == token.count else {
             throw radix == 10 ? notANumber : Failure(message: "this is not a valid base-\(radix) integer")
         }
@@ -105,7 +108,8 @@ enum TOMLNumber {
             guard let digit = digitValue(byte) else { throw notANumber }
             let (shifted, overflowA) = value.multipliedReportingOverflow(by: Int64(radix))
             // Accumulating toward the sign lets Int64.min through.
-            let (next, overflowB) = negative
+            let (next, overflowB) =
+                negative
                 ? shifted.subtractingReportingOverflow(Int64(digit))
                 : shifted.addingReportingOverflow(Int64(digit))
             guard !overflowA, !overflowB else { throw Failure(message: "this integer does not fit in 64 bits") }
@@ -125,7 +129,9 @@ enum TOMLNumber {
         }
         if index < token.count, token[index] == UInt8(ascii: "e") || token[index] == UInt8(ascii: "E") {
             index += 1
-            if index < token.count, token[index] == UInt8(ascii: "+") || token[index] == UInt8(ascii: "-") { index += 1 }
+            if index < token.count, token[index] == UInt8(ascii: "+") || token[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard index < token.count, isDigit(token[index]) else {
                 throw Failure(message: "an exponent must be followed by digits")
             }

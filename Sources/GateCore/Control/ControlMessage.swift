@@ -60,7 +60,9 @@ public enum ControlRequest: Sendable, Hashable {
             case .bool(let flag)?: force = flag
             case .int?, .string?, .array?, .object?: return .failure(.field("force"))
             }
-            return .success(.open(ControlOpening(source: source, selection: selection, force: force, configPath: configPath)))
+            return .success(
+                .open(ControlOpening(source: source, selection: selection, force: force, configPath: configPath))
+            )
         default:
             return .failure(.unknownRequest(SafeText.escaped(String(kind.prefix(40)))))
         }
@@ -138,7 +140,10 @@ public enum ControlReply: Sendable, Hashable {
         case .accepted:
             return .object([("reply", .string("accepted"))])
         case .state(let state, let adapter):
-            return .object([("reply", .string("state")), ("state", .string(state.rawValue)), ("adapter", .string(adapter?.rawValue))])
+            return .object([
+                ("reply", .string("state")), ("state", .string(state.rawValue)),
+                ("adapter", .string(adapter?.rawValue)),
+            ])
         case .result(let result):
             return .object([("reply", .string("result")), ("result", result.json)])
         case .who(let daemon):
@@ -160,7 +165,9 @@ public enum ControlReply: Sendable, Hashable {
         case "accepted":
             return .accepted
         case "state":
-            guard let state = (try? value.requiredString("state")).flatMap(GateState.init(rawValue:)) else { return nil }
+            guard let state = (try? value.requiredString("state")).flatMap(GateState.init(rawValue:)) else {
+                return nil
+            }
             switch value["adapter"] {
             case nil, .null?: return .state(state, nil)
             case .string(let text)?: return AdapterKind(rawValue: text).map { .state(state, $0) }
@@ -169,8 +176,10 @@ public enum ControlReply: Sendable, Hashable {
         case "result":
             return value["result"].flatMap(OpeningResult.init(reply:)).map(ControlReply.result)
         case "who":
-            guard let pid = try? value.requiredInteger("pid", as: Int32.self), let uid = try? value.requiredInteger("uid", as: UInt32.self),
-                  let config = try? value.requiredString("config"), let runtime = try? value.requiredString("runtime") else { return nil }
+            guard let pid = try? value.requiredInteger("pid", as: Int32.self),
+                let uid = try? value.requiredInteger("uid", as: UInt32.self),
+                let config = try? value.requiredString("config"), let runtime = try? value.requiredString("runtime")
+            else { return nil }
             return .who(ControlDaemon(pid: pid, uid: uid, configPath: config, runtimeDirectory: runtime))
         case "error":
             return (try? value.requiredString("error")).map(ControlReply.error)
@@ -218,7 +227,13 @@ extension OpeningResult {
             guard let attempt = AttemptRecord(reply: attemptValue) else { return nil }
             attempts.append(attempt)
         }
-        self.init(error: error, adapter: adapter, duration: .milliseconds(durationMs), attempts: attempts, explanation: message)
+        self.init(
+            error: error,
+            adapter: adapter,
+            duration: .milliseconds(durationMs),
+            attempts: attempts,
+            explanation: message
+        )
     }
 }
 
@@ -227,8 +242,9 @@ extension AttemptRecord {
         let reason: String?
         let durationMs: Int64?
         guard let adapter = (try? value.requiredString("adapter")).flatMap(AdapterKind.init(rawValue:)),
-              let outcome = (try? value.requiredString("outcome")).flatMap(AttemptOutcome.init(rawValue:)),
-              case .bool(let triggerSent)? = value["trigger_sent"] else { return nil }
+            let outcome = (try? value.requiredString("outcome")).flatMap(AttemptOutcome.init(rawValue:)),
+            case .bool(let triggerSent)? = value["trigger_sent"]
+        else { return nil }
         do {
             reason = try value.optionalString("reason")
             durationMs = try value.optionalInteger("duration_ms", as: Int64.self)
@@ -236,8 +252,11 @@ extension AttemptRecord {
             return nil
         }
         self.init(
-            adapter: adapter, outcome: outcome, reason: reason.map(AttemptReason.adapter),
-            duration: durationMs.map { .milliseconds($0) }, triggerSent: triggerSent
+            adapter: adapter,
+            outcome: outcome,
+            reason: reason.map(AttemptReason.adapter),
+            duration: durationMs.map { .milliseconds($0) },
+            triggerSent: triggerSent
         )
     }
 }

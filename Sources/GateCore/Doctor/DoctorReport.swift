@@ -102,14 +102,16 @@ public struct DoctorReport: Sendable, Hashable {
 
     /// `--json`: one array, a `{check, status, detail, fix}` object per check, in order.
     public var json: JSONValue {
-        .array(findings.map { finding in
-            .object([
-                ("check", .string(finding.check.rawValue)),
-                ("status", .string(finding.statusWord)),
-                ("detail", .string(finding.detail)),
-                ("fix", .string(finding.fix)),
-            ])
-        })
+        .array(
+            findings.map { finding in
+                .object([
+                    ("check", .string(finding.check.rawValue)),
+                    ("status", .string(finding.statusWord)),
+                    ("detail", .string(finding.detail)),
+                    ("fix", .string(finding.fix)),
+                ])
+            }
+        )
     }
 
     /// One line per check (`ok`, `FAIL`, `skip`), a failure's fix indented under it,

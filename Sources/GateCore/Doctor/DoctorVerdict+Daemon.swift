@@ -8,23 +8,36 @@ extension DoctorVerdict {
         case .absent(let socket):
             return .ok(.daemon, "no daemon answers (no \(socket)): openings connect by themselves")
         case .stale(let socket):
-            return .ok(.daemon, "no daemon answers on \(socket) (left by a daemon that stopped without removing it): openings connect by themselves")
+            return .ok(
+                .daemon,
+                "no daemon answers on \(socket) (left by a daemon that stopped without removing it): openings connect by themselves"
+            )
         case .untrusted(let pid, let uid, let socket):
-            return .fail(.daemon, .unavailable,
-                         "a process of uid \(uid) (pid \(pid)) listens on \(socket): neither root, \(user.name), the runtime folder's owner, nor the service's user \(ControlTrust.serviceUser); openings ignore it and connect by themselves",
-                         fix: "stop that process and remove \(socket) (who it is: `ss -xlp | grep control.sock`)")
+            return .fail(
+                .daemon,
+                .unavailable,
+                "a process of uid \(uid) (pid \(pid)) listens on \(socket): neither root, \(user.name), the runtime folder's owner, nor the service's user \(ControlTrust.serviceUser); openings ignore it and connect by themselves",
+                fix: "stop that process and remove \(socket) (who it is: `ss -xlp | grep control.sock`)"
+            )
         case .answered(let daemon, let peerUID, _):
-            let who = peerUID == user.uid
+            let who =
+                peerUID == user.uid
                 ? "this user's own daemon (pid \(daemon.pid))"
                 : "the system service (pid \(daemon.pid), uid \(peerUID))"
             var detail = "\(who) serves \(daemon.runtimeDirectory) with \(daemon.configPath): openings go through it"
             if let configPath, configPath != daemon.configPath {
-                detail += "; but this account reads \(configPath), so its openings are declined and connect by themselves"
+                detail +=
+                    "; but this account reads \(configPath), so its openings are declined and connect by themselves"
             }
             return .ok(.daemon, detail)
         case .unusable(let socket, let why):
-            return .fail(.daemon, .unavailable, "cannot ask who serves \(socket): \(why)",
-                         fix: "restart the daemon (systemctl restart gate.service, or systemctl --user restart gate-user.service)")
+            return .fail(
+                .daemon,
+                .unavailable,
+                "cannot ask who serves \(socket): \(why)",
+                fix:
+                    "restart the daemon (systemctl restart gate.service, or systemctl --user restart gate-user.service)"
+            )
         }
     }
 }

@@ -7,37 +7,55 @@ public enum DoctorVerdict {
             return .ok(.config, "\(path) (\(origin)) is valid")
         case .notFound(let searched, let suggested):
             let target = suggested ?? "/etc/gate/gate.toml"
-            return .fail(.config, .configuration,
-                         "no configuration file found (looked in \(searched.joined(separator: ", ")))",
-                         fix: "create \(target) (the service reads /etc/gate/gate.toml) from deploy/gate.toml.example, "
-                            + "or pass --config PATH")
+            return .fail(
+                .config,
+                .configuration,
+                "no configuration file found (looked in \(searched.joined(separator: ", ")))",
+                fix: "create \(target) (the service reads /etc/gate/gate.toml) from deploy/gate.toml.example, "
+                    + "or pass --config PATH"
+            )
         case .invalid(let path, let problems):
             let keys = problems.compactMap(\.key).reduce(into: [String]()) { list, key in
                 if !list.contains(key) { list.append(key) }
             }
             let what = keys.isEmpty ? "correct \(path) as described" : "edit \(keys.joined(separator: ", ")) in \(path)"
-            return .fail(.config, .configuration,
-                         problems.map(\.description).joined(separator: "\n"),
-                         fix: "\(what), then run `gate config check --config \(path)`")
+            return .fail(
+                .config,
+                .configuration,
+                problems.map(\.description).joined(separator: "\n"),
+                fix: "\(what), then run `gate config check --config \(path)`"
+            )
         }
     }
 
     /// Why no folder could be chosen at all (`RuntimePaths.resolve` failed).
     public static func unresolved(_ check: DoctorCheck, _ message: String) -> DoctorFinding {
-        .fail(check, .unavailable, message,
-              fix: "install the deploy files (deploy/install.sh makes /run/gate and /var/lib/gate), "
-                + "or set \(check == .state ? "$GATE_STATE_DIR" : "$GATE_RUNTIME_DIR") to a folder you can write")
+        .fail(
+            check,
+            .unavailable,
+            message,
+            fix: "install the deploy files (deploy/install.sh makes /run/gate and /var/lib/gate), "
+                + "or set \(check == .state ? "$GATE_STATE_DIR" : "$GATE_RUNTIME_DIR") to a folder you can write"
+        )
     }
 
     /// The runtime folder and its lock. `sharedUnwritable` is the deploy files'
     /// folder when it exists but this account cannot write it: openings then fall
     /// back to a private folder and no longer share the lock with the service.
-    public static func runtime(_ folder: FolderFacts, lock: LockFacts, sharedUnwritable: String?, user: DoctorUser) -> DoctorFinding {
+    public static func runtime(
+        _ folder: FolderFacts,
+        lock: LockFacts,
+        sharedUnwritable: String?,
+        user: DoctorUser
+    ) -> DoctorFinding {
         if let shared = sharedUnwritable {
-            return .fail(.runtime, .unavailable,
-                         "\(shared) exists but is not writable for \(user.described): openings from this account "
-                            + "use \(folder.path) and do not share the lock and the status with the service",
-                         fix: "sudo usermod -aG gate \(user.name), then log out and in again (or run `newgrp gate`)")
+            return .fail(
+                .runtime,
+                .unavailable,
+                "\(shared) exists but is not writable for \(user.described): openings from this account "
+                    + "use \(folder.path) and do not share the lock and the status with the service",
+                fix: "sudo usermod -aG gate \(user.name), then log out and in again (or run `newgrp gate`)"
+            )
         }
         if let failure = folderFailure(.runtime, folder, user: user) { return failure }
         switch lock {
@@ -50,9 +68,16 @@ public enum DoctorVerdict {
             let fix: String
             switch folder.origin {
             case .shared: fix = "sudo chgrp gate \(path) && sudo chmod 0660 \(path)"
-            case .environment, .personal: fix = "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
+            case .environment, .personal:
+                fix =
+                    "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
             }
-            return .fail(.runtime, .unavailable, "the lock \(path) cannot be opened for reading and writing by \(user.described): \(why)", fix: fix)
+            return .fail(
+                .runtime,
+                .unavailable,
+                "the lock \(path) cannot be opened for reading and writing by \(user.described): \(why)",
+                fix: fix
+            )
         }
     }
 
@@ -72,7 +97,8 @@ public enum DoctorVerdict {
         }
         switch folder.state {
         case .missing(let ancestor, _):
-            return "\(folder.path) (\(origin)) does not exist yet; the first opening makes it (\(ancestor) is writable for \(user.name))"
+            return
+                "\(folder.path) (\(origin)) does not exist yet; the first opening makes it (\(ancestor) is writable for \(user.name))"
         case .writable, .notWritable, .notDirectory:
             return "\(folder.path) (\(origin)) is writable for \(user.name)"
         }
@@ -84,13 +110,20 @@ public enum DoctorVerdict {
         switch folder.origin {
         case .environment(let variable): elsewhere = "point $\(variable) at a folder \(user.name) can write"
         case .shared: elsewhere = "sudo usermod -aG gate \(user.name), then log out and in again"
-        case .personal: elsewhere = "set $\(check == .state ? "GATE_STATE_DIR" : "GATE_RUNTIME_DIR") to a folder \(user.name) can write"
+        case .personal:
+            elsewhere =
+                "set $\(check == .state ? "GATE_STATE_DIR" : "GATE_RUNTIME_DIR") to a folder \(user.name) can write"
         }
         switch folder.state {
         case .writable, .missing(_, creatable: true):
             return nil
         case .notDirectory:
-            return .fail(check, .unavailable, "\(path) is not a folder", fix: "remove or rename \(path), or \(elsewhere)")
+            return .fail(
+                check,
+                .unavailable,
+                "\(path) is not a folder",
+                fix: "remove or rename \(path), or \(elsewhere)"
+            )
         case .notWritable(let why):
             let fix: String
             switch folder.origin {
@@ -99,15 +132,20 @@ public enum DoctorVerdict {
             }
             return .fail(check, .unavailable, "\(path) is not writable for \(user.described): \(why)", fix: fix)
         case .missing(let ancestor, creatable: false):
-            return .fail(check, .unavailable,
-                         "\(path) does not exist and cannot be made: \(ancestor) is not writable for \(user.described)",
-                         fix: "create it for \(user.name) (sudo install -d -o \(user.name) -m 0700 \(path)), or \(elsewhere)")
+            return .fail(
+                check,
+                .unavailable,
+                "\(path) does not exist and cannot be made: \(ancestor) is not writable for \(user.described)",
+                fix: "create it for \(user.name) (sudo install -d -o \(user.name) -m 0700 \(path)), or \(elsewhere)"
+            )
         }
     }
 
     public static func udp(_ facts: UDPFacts, host: String, file: String, mqttConfigured: Bool) -> DoctorFinding {
-        let consequence = mqttConfigured ? "openings skip UDP at once and use MQTT" : "openings skip UDP and, with no [mqtt], fail"
-        let networkFix = "check udp.host in \(file) (the ESP32's address on its LAN), or connect this machine to that network; "
+        let consequence =
+            mqttConfigured ? "openings skip UDP at once and use MQTT" : "openings skip UDP and, with no [mqtt], fail"
+        let networkFix =
+            "check udp.host in \(file) (the ESP32's address on its LAN), or connect this machine to that network; "
             + "`ip -brief address` lists the networks it is on"
         switch facts {
         case .verdict(let address, .loopback):
@@ -115,12 +153,26 @@ public enum DoctorVerdict {
         case .verdict(let address, .onLink(let interface)):
             return .ok(.udp, "\(shown(host, address)) is on the network of \(interface); nothing was sent to it")
         case .verdict(let address, .offLink):
-            return .fail(.udp, .unavailable, "\(shown(host, address)) is not on a directly connected network: \(consequence)", fix: networkFix)
+            return .fail(
+                .udp,
+                .unavailable,
+                "\(shown(host, address)) is not on a directly connected network: \(consequence)",
+                fix: networkFix
+            )
         case .unresolved(let message):
-            return .fail(.udp, .unavailable, "\(message): \(consequence)",
-                         fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither")
+            return .fail(
+                .udp,
+                .unavailable,
+                "\(message): \(consequence)",
+                fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
+            )
         case .noInterfaceTable(let message):
-            return .fail(.udp, .unavailable, "cannot read this machine's interfaces (\(message)): \(consequence)", fix: networkFix)
+            return .fail(
+                .udp,
+                .unavailable,
+                "cannot read this machine's interfaces (\(message)): \(consequence)",
+                fix: networkFix
+            )
         }
     }
 
@@ -130,7 +182,8 @@ public enum DoctorVerdict {
     }
 
     public static func password(_ facts: PasswordFacts, username: String) -> DoctorFinding {
-        let store = "`gate secret set mqtt-password` (desktop session); for the service: "
+        let store =
+            "`gate secret set mqtt-password` (desktop session); for the service: "
             + "`systemd-ask-password -n | sudo systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` "
             + "(deploy/credentials/README.md)"
         switch facts {
@@ -139,9 +192,19 @@ public enum DoctorVerdict {
             return .ok(.mqttPassword, "the password of MQTT user \(username) was found in \(place)")
         case .missing(let notes):
             let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
-            return .fail(.mqttPassword, .configuration, "mqtt.username is \(username) but no MQTT password was found\(tried)", fix: store)
+            return .fail(
+                .mqttPassword,
+                .configuration,
+                "mqtt.username is \(username) but no MQTT password was found\(tried)",
+                fix: store
+            )
         case .unusable(let source, let why):
-            return .fail(.mqttPassword, .configuration, "the MQTT password from \(source) cannot be used: \(why)", fix: "store it again: " + store)
+            return .fail(
+                .mqttPassword,
+                .configuration,
+                "the MQTT password from \(source) cannot be used: \(why)",
+                fix: "store it again: " + store
+            )
         }
     }
 }

@@ -46,7 +46,9 @@ public struct OutgoingMessage: Sendable, Equatable, CustomStringConvertible {
         self.init(topic: topic, payload: Array(text.utf8), retain: retain)
     }
 
-    public var description: String { "\(topic) \(String(decoding: payload, as: UTF8.self))\(retain ? " (retained)" : "")" }
+    public var description: String {
+        "\(topic) \(String(decoding: payload, as: UTF8.self))\(retain ? " (retained)" : "")"
+    }
 }
 
 /// HA's MQTT discovery messages for the gate: a button "Open", a binary_sensor
@@ -90,46 +92,60 @@ public struct HomeAssistantDiscovery: Sendable {
 
     /// Members every entity shares: availability, device, origin.
     private func entity(_ name: String, id: String, _ members: [(String, JSONValue)]) -> JSONValue {
-        .object([
-            ("name", .string(name)),
-            ("unique_id", .string("\(config.nodeID)_\(id)")),
-            ("object_id", .string("\(config.nodeID)_\(id)")),
-        ] + members + [
-            ("availability_topic", .string(topics.availability)),
-            ("payload_available", .string(Self.online)),
-            ("payload_not_available", .string(Self.offline)),
-            ("device", device),
-            ("origin", origin),
-        ])
+        .object(
+            [
+                ("name", .string(name)),
+                ("unique_id", .string("\(config.nodeID)_\(id)")),
+                ("object_id", .string("\(config.nodeID)_\(id)")),
+            ] + members + [
+                ("availability_topic", .string(topics.availability)),
+                ("payload_available", .string(Self.online)),
+                ("payload_not_available", .string(Self.offline)),
+                ("device", device),
+                ("origin", origin),
+            ]
+        )
     }
 
     public var button: JSONValue {
-        entity("Open", id: "open", [
-            ("command_topic", .string(topics.command)),
-            ("payload_press", .string(Self.press)),
-            ("retain", .bool(false)),
-            ("qos", .int(0)),
-            ("icon", .string("mdi:gate-open")),
-        ])
+        entity(
+            "Open",
+            id: "open",
+            [
+                ("command_topic", .string(topics.command)),
+                ("payload_press", .string(Self.press)),
+                ("retain", .bool(false)),
+                ("qos", .int(0)),
+                ("icon", .string("mdi:gate-open")),
+            ]
+        )
     }
 
     public var relay: JSONValue {
-        entity("Relay", id: "relay", [
-            ("state_topic", .string(statusTopic)),
-            ("payload_on", .string("1")),
-            ("payload_off", .string("0")),
-            ("icon", .string("mdi:electric-switch")),
-        ])
+        entity(
+            "Relay",
+            id: "relay",
+            [
+                ("state_topic", .string(statusTopic)),
+                ("payload_on", .string("1")),
+                ("payload_off", .string("0")),
+                ("icon", .string("mdi:electric-switch")),
+            ]
+        )
     }
 
     public var lastOpening: JSONValue {
-        entity("Last opening", id: "last_opening", [
-            ("state_topic", .string(topics.lastOpening)),
-            ("json_attributes_topic", .string(topics.lastOpeningAttributes)),
-            ("device_class", .string("enum")),
-            ("options", .array(Self.outcomes.map { .string($0) })),
-            ("icon", .string("mdi:history")),
-        ])
+        entity(
+            "Last opening",
+            id: "last_opening",
+            [
+                ("state_topic", .string(topics.lastOpening)),
+                ("json_attributes_topic", .string(topics.lastOpeningAttributes)),
+                ("device_class", .string("enum")),
+                ("options", .array(Self.outcomes.map { .string($0) })),
+                ("icon", .string("mdi:history")),
+            ]
+        )
     }
 
     /// The three retained config messages.
@@ -169,7 +185,14 @@ public struct LastOpeningState: Sendable, Equatable {
     public var finishedAt: String
     public var error: String?
 
-    public init(outcome: String, adapter: String?, durationMs: Int64?, source: String, finishedAt: String, error: String?) {
+    public init(
+        outcome: String,
+        adapter: String?,
+        durationMs: Int64?,
+        source: String,
+        finishedAt: String,
+        error: String?
+    ) {
         self.outcome = outcome
         self.adapter = adapter
         self.durationMs = durationMs
@@ -180,7 +203,14 @@ public struct LastOpeningState: Sendable, Equatable {
 
     /// The status file's last opening.
     public init(_ last: StatusRecord.Last) {
-        self.init(outcome: last.outcome.rawValue, adapter: last.adapter, durationMs: last.durationMs, source: last.source, finishedAt: last.finishedAt, error: last.error)
+        self.init(
+            outcome: last.outcome.rawValue,
+            adapter: last.adapter,
+            durationMs: last.durationMs,
+            source: last.source,
+            finishedAt: last.finishedAt,
+            error: last.error
+        )
     }
 
     /// A command refused before anything was sent.

@@ -122,10 +122,17 @@ public struct NotificationMachine: Sendable {
             if let current = inFlight, current.source == opening.source, current.pid == opening.pid { break }
             inFlight = opening
             guard wants(source: opening.source) else { break }
-            actions.append(.show(Notice(
-                summary: "Gate: opening (\(opening.source))…", body: Self.startBody(record), urgency: .low, replaces: 0,
-                timeoutMilliseconds: timeout
-            )))
+            actions.append(
+                .show(
+                    Notice(
+                        summary: "Gate: opening (\(opening.source))…",
+                        body: Self.startBody(record),
+                        urgency: .low,
+                        replaces: 0,
+                        timeoutMilliseconds: timeout
+                    )
+                )
+            )
             awaitingID = opening
         case .ready, .timeout, .error:
             break
@@ -149,20 +156,28 @@ public struct NotificationMachine: Sendable {
             let how = [last.adapter, duration].compactMap { $0 }.joined(separator: ", ")
             return Notice(
                 summary: "Gate: relay cycle confirmed" + (how.isEmpty ? "" : " (\(how))"),
-                body: "source: \(source)", urgency: .normal, replaces: id ?? 0, timeoutMilliseconds: timeout
+                body: "source: \(source)",
+                urgency: .normal,
+                replaces: id ?? 0,
+                timeoutMilliseconds: timeout
             )
         case .timeout, .error:
             let why = last.error.flatMap(GateKeeperError.init(rawValue:))?.summary ?? last.error ?? "the opening failed"
             let details = [last.adapter.map { "via \($0)" }, duration].compactMap { $0 }.joined(separator: ", ")
             return Notice(
-                summary: "Gate: opening failed (\(source))", body: why + (details.isEmpty ? "" : " (\(details))"),
-                urgency: .critical, replaces: id ?? 0, timeoutMilliseconds: timeout
+                summary: "Gate: opening failed (\(source))",
+                body: why + (details.isEmpty ? "" : " (\(details))"),
+                urgency: .critical,
+                replaces: id ?? 0,
+                timeoutMilliseconds: timeout
             )
         case .interrupted:
             return Notice(
                 summary: "Gate: opening interrupted (\(source))",
-                body: "the opener stopped mid-cycle; the relay may have cycled", urgency: .critical,
-                replaces: id ?? 0, timeoutMilliseconds: timeout
+                body: "the opener stopped mid-cycle; the relay may have cycled",
+                urgency: .critical,
+                replaces: id ?? 0,
+                timeoutMilliseconds: timeout
             )
         }
     }

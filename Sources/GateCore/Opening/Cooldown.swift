@@ -32,7 +32,13 @@ public struct LockRecord: Sendable, Hashable {
     /// starts the cooldown.
     public var triggeredMonotonicNs: UInt64?
 
-    public init(pid: Int32?, source: String?, since: String?, endedMonotonicNs: UInt64?, triggeredMonotonicNs: UInt64? = nil) {
+    public init(
+        pid: Int32?,
+        source: String?,
+        since: String?,
+        endedMonotonicNs: UInt64?,
+        triggeredMonotonicNs: UInt64? = nil
+    ) {
         self.pid = pid
         self.source = source
         self.since = since
@@ -57,7 +63,8 @@ public struct LockRecord: Sendable, Hashable {
         guard case .object = json else { return nil }
         do {
             self.init(
-                pid: try json.optionalInteger("pid", as: Int32.self), source: try json.optionalString("source"),
+                pid: try json.optionalInteger("pid", as: Int32.self),
+                source: try json.optionalString("source"),
                 since: try json.optionalString("since"),
                 endedMonotonicNs: try json.optionalInteger("ended_monotonic_ns", as: UInt64.self),
                 triggeredMonotonicNs: try json.optionalInteger("triggered_monotonic_ns", as: UInt64.self)

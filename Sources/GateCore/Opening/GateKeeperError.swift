@@ -25,7 +25,7 @@ public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
         switch self {
         case .operationTimeout: return .timeout
         case .configurationMissing, .udpConnectionFailed, .mqttConnectionFailed, .allAdaptersFailed,
-             .operationInProgress, .invalidResponse:
+            .operationInProgress, .invalidResponse:
             return .error
         }
     }
@@ -42,13 +42,13 @@ public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
 /// Exit statuses shared by every command (docs/CONTRACT.md#exit-codes).
 public enum ExitStatus {
     public static let success: Int32 = 0
-    public static let usage: Int32 = 64          // EX_USAGE
-    public static let unavailable: Int32 = 69    // EX_UNAVAILABLE
-    public static let software: Int32 = 70       // EX_SOFTWARE
-    public static let temporaryFailure: Int32 = 75 // EX_TEMPFAIL
+    public static let usage: Int32 = 64  // EX_USAGE
+    public static let unavailable: Int32 = 69  // EX_UNAVAILABLE
+    public static let software: Int32 = 70  // EX_SOFTWARE
+    public static let temporaryFailure: Int32 = 75  // EX_TEMPFAIL
     public static let protocolError: Int32 = 76  // EX_PROTOCOL
     public static let configuration: Int32 = 78  // EX_CONFIG
-    public static let timeout: Int32 = 124       // as timeout(1)
+    public static let timeout: Int32 = 124  // as timeout(1)
 }
 
 /// The three outcomes an opening can have.
@@ -73,7 +73,13 @@ public struct OpeningResult: Sendable, Hashable {
     /// worded from the attempts.
     public var explanation: String?
 
-    public init(error: GateKeeperError?, adapter: AdapterKind?, duration: Duration, attempts: [AttemptRecord], explanation: String? = nil) {
+    public init(
+        error: GateKeeperError?,
+        adapter: AdapterKind?,
+        duration: Duration,
+        attempts: [AttemptRecord],
+        explanation: String? = nil
+    ) {
         self.error = error
         self.adapter = adapter
         self.duration = duration
@@ -93,7 +99,8 @@ extension GateKeeperError {
         case .udpConnectionFailed: return "the ESP32 could not be reached over UDP"
         case .mqttConnectionFailed: return "the ESP32 could not be reached through the MQTT broker"
         case .allAdaptersFailed: return "no adapter reached the ESP32"
-        case .operationTimeout: return "a trigger was sent but the relay cycle was not confirmed; the relay may have cycled"
+        case .operationTimeout:
+            return "a trigger was sent but the relay cycle was not confirmed; the relay may have cycled"
         case .operationInProgress: return "another opening is in progress"
         case .invalidResponse: return "the ESP32 answered outside the protocol"
         }

@@ -120,7 +120,13 @@ public struct AttemptRecord: Sendable, Hashable {
     /// Whether this attempt's trigger left the machine.
     public var triggerSent: Bool
 
-    public init(adapter: AdapterKind, outcome: AttemptOutcome, reason: AttemptReason?, duration: Duration?, triggerSent: Bool = false) {
+    public init(
+        adapter: AdapterKind,
+        outcome: AttemptOutcome,
+        reason: AttemptReason?,
+        duration: Duration?,
+        triggerSent: Bool = false
+    ) {
         self.adapter = adapter
         self.outcome = outcome
         self.reason = reason

@@ -87,7 +87,8 @@ public struct OpeningMachine: Sendable {
     ///   - plan: adapters to try, in order.
     ///   - skipped: adapters left out before the opening, with their reasons; they
     ///     are listed in `attempts` in adapter order with the tried ones.
-    public init(plan: [PlannedAdapter], skipped: [AttemptRecord] = [], resetDelay: Duration, forced: AdapterKind? = nil) {
+    public init(plan: [PlannedAdapter], skipped: [AttemptRecord] = [], resetDelay: Duration, forced: AdapterKind? = nil)
+    {
         self.plan = plan
         self.skipped = skipped
         self.resetDelay = resetDelay
@@ -170,23 +171,59 @@ public struct OpeningMachine: Sendable {
             case .relay(.activated) where now >= deadline:
                 // Read late, yet the ESP32 answered: evidence, so no fallback; and its `0`
                 // can no longer come within the budget.
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                            reason: .activatedAtDeadline(budget: budget), error: .operationTimeout)
+                return fail(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .timeout,
+                    reason: .activatedAtDeadline(budget: budget),
+                    error: .operationTimeout
+                )
             case .relay(.activated):
                 phase = .waitingForRelayClose(index: index, startedAt: attemptStart, deadline: deadline)
                 return [.stateChanged(.waitingForRelayClose, adapter: plan[index].kind)]
             case .relay(.released):
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: .releaseBeforeActivation, error: .invalidResponse)
+                return fail(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .invalidResponse,
+                    reason: .releaseBeforeActivation,
+                    error: .invalidResponse
+                )
             case .invalid(let description):
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: .invalid(description), error: .invalidResponse)
+                return fail(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .invalidResponse,
+                    reason: .invalid(description),
+                    error: .invalidResponse
+                )
             case .unreachable(let reason):
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .unreachable, reason: .adapter(reason))
+                return giveUp(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .unreachable,
+                    reason: .adapter(reason)
+                )
             case .lost(let reason):
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .noAnswer, reason: .lostAfterTrigger(reason))
+                return giveUp(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .noAnswer,
+                    reason: .lostAfterTrigger(reason)
+                )
             case .misconfigured(let reason):
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .misconfigured, reason: .adapter(reason))
+                return giveUp(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .misconfigured,
+                    reason: .adapter(reason)
+                )
             case .withheld(.relayActive):
                 // Nothing was sent, and no other adapter may send either: the relay is busy.
                 return refuseBusy(index: index, attemptStart: attemptStart, now: now)
@@ -194,9 +231,21 @@ public struct OpeningMachine: Sendable {
                 // The status topic's `1` that closed the permit is on its way here.
                 return []
             case .withheld(let why):
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .unreachable, reason: .withheld(why))
+                return giveUp(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .unreachable,
+                    reason: .withheld(why)
+                )
             case .deadlineReached:
-                return giveUp(index: index, attemptStart: attemptStart, now: now, outcome: .noAnswer, reason: .noAnswer(budget: budget))
+                return giveUp(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .noAnswer,
+                    reason: .noAnswer(budget: budget)
+                )
             }
 
         case .waitingForRelayClose(let index, let attemptStart, let deadline):
@@ -207,17 +256,35 @@ public struct OpeningMachine: Sendable {
                 sent = sent || event == .sent
                 return []
             case .relay(.released) where now >= deadline, .deadlineReached:
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                            reason: .noRelease(budget: budget), error: .operationTimeout)
+                return fail(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .timeout,
+                    reason: .noRelease(budget: budget),
+                    error: .operationTimeout
+                )
             case .relay(.released):
                 return succeed(index: index, attemptStart: attemptStart, now: now)
             case .invalid(let description):
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .invalidResponse,
-                            reason: .invalid(description), error: .invalidResponse)
+                return fail(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .invalidResponse,
+                    reason: .invalid(description),
+                    error: .invalidResponse
+                )
             case .unreachable(let reason), .lost(let reason), .misconfigured(let reason):
                 // The relay is known to be on: no fallback, whatever broke afterwards.
-                return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                            reason: .failedAfterActivation(reason), error: .operationTimeout)
+                return fail(
+                    index: index,
+                    attemptStart: attemptStart,
+                    now: now,
+                    outcome: .timeout,
+                    reason: .failedAfterActivation(reason),
+                    error: .operationTimeout
+                )
             }
         }
     }
@@ -238,11 +305,22 @@ public struct OpeningMachine: Sendable {
         ]
     }
 
-    private mutating func record(_ index: Int, _ outcome: AttemptOutcome, _ reason: AttemptReason?, attemptStart: MonotonicInstant, now: MonotonicInstant) {
-        tried.append(AttemptRecord(
-            adapter: plan[index].kind, outcome: outcome, reason: reason,
-            duration: now.duration(since: attemptStart), triggerSent: sent
-        ))
+    private mutating func record(
+        _ index: Int,
+        _ outcome: AttemptOutcome,
+        _ reason: AttemptReason?,
+        attemptStart: MonotonicInstant,
+        now: MonotonicInstant
+    ) {
+        tried.append(
+            AttemptRecord(
+                adapter: plan[index].kind,
+                outcome: outcome,
+                reason: reason,
+                duration: now.duration(since: attemptStart),
+                triggerSent: sent
+            )
+        )
     }
 
     private mutating func succeed(index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant) -> [Action] {
@@ -250,14 +328,23 @@ public struct OpeningMachine: Sendable {
         record(index, .success, nil, attemptStart: attemptStart, now: now)
         decidedBy = kind
         phase = .done
-        let result = OpeningResult(error: nil, adapter: kind, duration: now.duration(since: startedAt), attempts: attempts)
+        let result = OpeningResult(
+            error: nil,
+            adapter: kind,
+            duration: now.duration(since: startedAt),
+            attempts: attempts
+        )
         return [.stopAdapter(kind), .stateChanged(.ready, adapter: kind), .finished(result, resetAt: nil)]
     }
 
     /// The ESP32 answered but the cycle failed: no other adapter may be tried.
     private mutating func fail(
-        index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant,
-        outcome: AttemptOutcome, reason: AttemptReason, error: GateKeeperError
+        index: Int,
+        attemptStart: MonotonicInstant,
+        now: MonotonicInstant,
+        outcome: AttemptOutcome,
+        reason: AttemptReason,
+        error: GateKeeperError
     ) -> [Action] {
         let kind = plan[index].kind
         record(index, outcome, reason, attemptStart: attemptStart, now: now)
@@ -280,11 +367,21 @@ public struct OpeningMachine: Sendable {
 
     /// No evidence that the trigger reached the ESP32: the next adapter may go.
     private mutating func giveUp(
-        index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant, outcome: AttemptOutcome, reason: AttemptReason
+        index: Int,
+        attemptStart: MonotonicInstant,
+        now: MonotonicInstant,
+        outcome: AttemptOutcome,
+        reason: AttemptReason
     ) -> [Action] {
         if releaseSeen {
-            return fail(index: index, attemptStart: attemptStart, now: now, outcome: .timeout,
-                        reason: .releaseWithoutActivation, error: .operationTimeout)
+            return fail(
+                index: index,
+                attemptStart: attemptStart,
+                now: now,
+                outcome: .timeout,
+                reason: .releaseWithoutActivation,
+                error: .operationTimeout
+            )
         }
         let kind = plan[index].kind
         record(index, outcome, reason, attemptStart: attemptStart, now: now)
@@ -311,11 +408,17 @@ public struct OpeningMachine: Sendable {
         return finishFailed(error: error, adapter: nil, now: now)
     }
 
-    private mutating func finishFailed(error: GateKeeperError, adapter: AdapterKind?, now: MonotonicInstant) -> [Action] {
+    private mutating func finishFailed(error: GateKeeperError, adapter: AdapterKind?, now: MonotonicInstant) -> [Action]
+    {
         let resetAt = now + resetDelay
         let shown: GateState = error == .operationTimeout ? .timeout : .error
         phase = .resetting(resetAt: resetAt, shown: shown)
-        let result = OpeningResult(error: error, adapter: adapter, duration: now.duration(since: startedAt), attempts: attempts)
+        let result = OpeningResult(
+            error: error,
+            adapter: adapter,
+            duration: now.duration(since: startedAt),
+            attempts: attempts
+        )
         return [.stateChanged(shown, adapter: adapter), .finished(result, resetAt: resetAt)]
     }
 }

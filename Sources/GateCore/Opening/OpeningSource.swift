@@ -4,7 +4,8 @@ public enum OpeningSource {
     /// 1 to 32 ASCII letters, digits, `-` or `_`: safe in every file and log line.
     public static func isValid(_ source: String) -> Bool {
         let allowed = source.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+                || byte == 0x2d || byte == 0x5f
         }
         return !source.isEmpty && source.utf8.count <= 32 && allowed
     }

@@ -17,11 +17,13 @@ extension AttemptReason: CustomStringConvertible {
         case .noRelease(let budget):
             return "relay activated (1) but no release (0) within \(budget.humanReadable)"
         case .activatedAtDeadline(let budget):
-            return "relay activated (1), read only at the end of the \(budget.humanReadable) budget; no release (0) within it"
+            return
+                "relay activated (1), read only at the end of the \(budget.humanReadable) budget; no release (0) within it"
         case .releaseBeforeActivation:
             return "the ESP32 reported the release (0) before the activation (1)"
         case .releaseWithoutActivation:
-            return "the status topic showed the relay's release (0) after the trigger, without its activation (1); no other adapter was tried"
+            return
+                "the status topic showed the relay's release (0) after the trigger, without its activation (1); no other adapter was tried"
         case .failedAfterActivation(let words):
             return "relay activated (1), then the link failed before the release: \(words)"
         case .lostAfterTrigger(let words):
@@ -40,7 +42,8 @@ extension InvalidAnswer: CustomStringConvertible {
         case .unexpectedByte(let byte):
             return "the ESP32 answered byte \(UDPReplyDecoder.hex(byte)), expected 0x01 or 0x00"
         case .unexpectedPayload(let payload, let count, let topic):
-            return "the ESP32 published \(MQTTStatusDecoder.shown(payload[...], count: count)) on \(topic), expected 1 or 0"
+            return
+                "the ESP32 published \(MQTTStatusDecoder.shown(payload[...], count: count)) on \(topic), expected 1 or 0"
         }
     }
 }
@@ -69,13 +72,16 @@ extension OpeningResult {
         if let busy = attempts.last, busy.reason == .withheld(.relayActive) {
             return Withholding.relayActive.description
         }
-        let reasons = attempts.map { "\($0.adapter): \($0.reason?.description ?? $0.outcome.rawValue)" }.joined(separator: "; ")
+        let reasons = attempts.map { "\($0.adapter): \($0.reason?.description ?? $0.outcome.rawValue)" }.joined(
+            separator: "; "
+        )
         switch error {
         case .operationTimeout:
             return "a trigger was sent and the relay cycle was not confirmed; the relay may have cycled (\(reasons))"
         case .invalidResponse:
             return attempts.last.map { "\($0.adapter): \($0.reason?.description ?? $0.outcome.rawValue)" } ?? reasons
-        case .configurationMissing, .udpConnectionFailed, .mqttConnectionFailed, .allAdaptersFailed, .operationInProgress:
+        case .configurationMissing, .udpConnectionFailed, .mqttConnectionFailed, .allAdaptersFailed,
+            .operationInProgress:
             return reasons
         }
     }

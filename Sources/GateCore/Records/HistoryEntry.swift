@@ -15,7 +15,15 @@ public struct HistoryEntry: Sendable, Hashable {
     public var error: String?
     public var durationMs: Int64
 
-    public init(at: String, source: String, uid: UInt32?, adapter: String?, outcome: String, error: String?, durationMs: Int64) {
+    public init(
+        at: String,
+        source: String,
+        uid: UInt32?,
+        adapter: String?,
+        outcome: String,
+        error: String?,
+        durationMs: Int64
+    ) {
         self.at = at
         self.source = source
         self.uid = uid
@@ -29,24 +37,28 @@ public struct HistoryEntry: Sendable, Hashable {
     public init?(json: JSONValue) {
         do {
             self.init(
-                at: try json.requiredString("at"), source: try json.requiredString("source"),
-                uid: try json.optionalInteger("uid", as: UInt32.self), adapter: try json.optionalString("adapter"),
-                outcome: try json.requiredString("outcome"), error: try json.optionalString("error"),
+                at: try json.requiredString("at"),
+                source: try json.requiredString("source"),
+                uid: try json.optionalInteger("uid", as: UInt32.self),
+                adapter: try json.optionalString("adapter"),
+                outcome: try json.requiredString("outcome"),
+                error: try json.optionalString("error"),
                 durationMs: try json.requiredInteger("duration_ms", as: Int64.self)
             )
         } catch {
             return nil
         }
         guard WallTime.isValid(at), SafeText.isLabel(source), SafeText.isLabel(outcome),
-              adapter.map(SafeText.isLabel) ?? true, error.map(SafeText.isLabel) ?? true,
-              StatusRecord.plausibleDurations.contains(durationMs)
+            adapter.map(SafeText.isLabel) ?? true, error.map(SafeText.isLabel) ?? true,
+            StatusRecord.plausibleDurations.contains(durationMs)
         else { return nil }
     }
 
     /// One line's bytes (without its newline); `nil` when it is not an entry.
     public init?(line: some Collection<UInt8>) {
         guard line.count <= Self.maximumLineBytes, line.first == UInt8(ascii: "{"),
-              let json = JSONValue.parse(Array(line)) else { return nil }
+            let json = JSONValue.parse(Array(line))
+        else { return nil }
         self.init(json: json)
     }
 

@@ -65,7 +65,9 @@ struct StatusView {
         case .ready:
             lines.append("Gate ready since \(since)")
         case .triggering, .waitingForRelayClose:
-            let step = record.state == .triggering ? "waiting for the relay to activate" : "relay activated, waiting for its release"
+            let step =
+                record.state == .triggering
+                ? "waiting for the relay to activate" : "relay activated, waiting for its release"
             lines.append("Opening: \(step)\(record.adapter.map { " via \($0)" } ?? "") (since \(since)\(asker))")
         case .timeout, .error:
             let until = record.resetAt.map { ", ready again at \(clock.timeOfDay($0))" } ?? ""

@@ -17,7 +17,14 @@ public struct StatusRecord: Sendable, Hashable {
         public var finishedAt: String
         public var source: String
 
-        public init(outcome: LastOutcome, error: String?, adapter: String?, durationMs: Int64?, finishedAt: String, source: String) {
+        public init(
+            outcome: LastOutcome,
+            error: String?,
+            adapter: String?,
+            durationMs: Int64?,
+            finishedAt: String,
+            source: String
+        ) {
             self.outcome = outcome
             self.error = error
             self.adapter = adapter
@@ -37,7 +44,15 @@ public struct StatusRecord: Sendable, Hashable {
     public var resetAt: String?
     public var last: Last?
 
-    public init(state: GateState, since: String, source: String?, pid: Int32?, adapter: String?, resetAt: String?, last: Last?) {
+    public init(
+        state: GateState,
+        since: String,
+        source: String?,
+        pid: Int32?,
+        adapter: String?,
+        resetAt: String?,
+        last: Last?
+    ) {
         self.state = state
         self.since = since
         self.source = source
@@ -60,9 +75,13 @@ public struct StatusRecord: Sendable, Hashable {
                 last = read
             }
             self.init(
-                state: state, since: try json.requiredString("since"), source: try json.optionalString("source"),
-                pid: try json.optionalInteger("pid", as: Int32.self), adapter: try json.optionalString("adapter"),
-                resetAt: try json.optionalString("reset_at"), last: last
+                state: state,
+                since: try json.requiredString("since"),
+                source: try json.optionalString("source"),
+                pid: try json.optionalInteger("pid", as: Int32.self),
+                adapter: try json.optionalString("adapter"),
+                resetAt: try json.optionalString("reset_at"),
+                last: last
             )
         } catch {
             return nil
@@ -102,9 +121,10 @@ public struct StatusRecord: Sendable, Hashable {
             let steppedBack = since > now
             // A failure is never shown longer than the longest reset delay after it began,
             // whatever `reset_at` says (a hostile or corrupt record in the shared folder).
-            let overlong = WallTime.nanoseconds(fromISO8601: since).flatMap { start in
-                WallTime.nanoseconds(fromISO8601: now).map { $0 &- start >= Self.longestResetDelayNs }
-            } ?? false
+            let overlong =
+                WallTime.nanoseconds(fromISO8601: since).flatMap { start in
+                    WallTime.nanoseconds(fromISO8601: now).map { $0 &- start >= Self.longestResetDelayNs }
+                } ?? false
             if steppedBack || overlong || now >= resetAt {
                 shown.state = .ready
                 shown.since = now < resetAt ? now : resetAt
@@ -115,8 +135,12 @@ public struct StatusRecord: Sendable, Hashable {
             if !lockHeld {
                 shown.state = .ready
                 shown.last = Last(
-                    outcome: .interrupted, error: nil, adapter: adapter, durationMs: nil,
-                    finishedAt: since, source: source ?? "unknown"
+                    outcome: .interrupted,
+                    error: nil,
+                    adapter: adapter,
+                    durationMs: nil,
+                    finishedAt: since,
+                    source: source ?? "unknown"
                 )
                 shown.adapter = nil
                 shown.resetAt = nil
@@ -152,17 +176,22 @@ extension StatusRecord.Last {
     /// The `last` member of a status file; `nil` when it is not one.
     public init?(json: JSONValue) {
         do {
-            guard let outcome = StatusRecord.LastOutcome(rawValue: try json.requiredString("outcome")) else { return nil }
+            guard let outcome = StatusRecord.LastOutcome(rawValue: try json.requiredString("outcome")) else {
+                return nil
+            }
             self.init(
-                outcome: outcome, error: try json.optionalString("error"), adapter: try json.optionalString("adapter"),
+                outcome: outcome,
+                error: try json.optionalString("error"),
+                adapter: try json.optionalString("adapter"),
                 durationMs: try json.optionalInteger("duration_ms", as: Int64.self),
-                finishedAt: try json.requiredString("finished_at"), source: try json.requiredString("source")
+                finishedAt: try json.requiredString("finished_at"),
+                source: try json.requiredString("source")
             )
         } catch {
             return nil
         }
         guard WallTime.isValid(finishedAt), SafeText.isLabel(source), error.map(SafeText.isLabel) ?? true,
-              adapter.map(SafeText.isLabel) ?? true, durationMs.map(StatusRecord.plausibleDurations.contains) ?? true
+            adapter.map(SafeText.isLabel) ?? true, durationMs.map(StatusRecord.plausibleDurations.contains) ?? true
         else { return nil }
     }
 
@@ -186,8 +215,12 @@ extension StatusRecord.Last {
         case .error: outcome = .error
         }
         self.init(
-            outcome: outcome, error: result.error?.rawValue, adapter: result.adapter?.rawValue,
-            durationMs: result.duration.milliseconds, finishedAt: finishedAt, source: source
+            outcome: outcome,
+            error: result.error?.rawValue,
+            adapter: result.adapter?.rawValue,
+            durationMs: result.duration.milliseconds,
+            finishedAt: finishedAt,
+            source: source
         )
     }
 }

@@ -30,10 +30,16 @@ public enum WallTime {
         }
         guard position == 24 else { return nil }
         func number(_ range: Range<Int>) -> Int64 { digits[range].reduce(0) { $0 * 10 + $1 } }
-        let year = number(0..<4), month = number(4..<6), day = number(6..<8)
-        let hour = number(8..<10), minute = number(10..<12), second = number(12..<14), millis = number(14..<17)
+        let year = number(0..<4)
+        let month = number(4..<6)
+        let day = number(6..<8)
+        let hour = number(8..<10)
+        let minute = number(10..<12)
+        let second = number(12..<14)
+        let millis = number(14..<17)
         guard years.contains(year), (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
-              hour < 24, minute < 60, second < 60 else { return nil }
+            hour < 24, minute < 60, second < 60
+        else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = ((days * 24 + hour) * 60 + minute) * 60 + second
         let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)

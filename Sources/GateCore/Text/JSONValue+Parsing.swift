@@ -78,7 +78,9 @@ private struct JSONReader {
     }
 
     mutating func skipWhitespace() {
-        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0a || bytes[index] == 0x0d || bytes[index] == 0x09 {
+        while index < bytes.count,
+            bytes[index] == 0x20 || bytes[index] == 0x0a || bytes[index] == 0x0d || bytes[index] == 0x09
+        {
             index += 1
         }
     }
@@ -128,7 +130,9 @@ private struct JSONReader {
             guard index < bytes.count else { return nil }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(members)
+            case UInt8(ascii: "}"):
+                index += 1
+                return .object(members)
             default: return nil
             }
         }
@@ -149,7 +153,9 @@ private struct JSONReader {
             guard index < bytes.count else { return nil }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; return .array(elements)
+            case UInt8(ascii: "]"):
+                index += 1
+                return .array(elements)
             default: return nil
             }
         }
@@ -170,7 +176,9 @@ private struct JSONReader {
         }
         let digits = index - start
         guard digits > 0, digits == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+        if index < bytes.count,
+            bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")
+        {
             return nil
         }
         if negative {
@@ -222,7 +230,8 @@ private struct JSONReader {
         guard let first = hex4() else { return nil }
         switch first {
         case 0xD800...0xDBFF:
-            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else { return nil }
             index += 2
             guard let second = hex4(), (0xDC00...0xDFFF).contains(second) else { return nil }
             return Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))

@@ -1,10 +1,11 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Plumbing
 
 /// Finds the configuration file in the order of docs/CONTRACT.md#configuration and loads it.
 public struct ConfigLocator: Sendable {
@@ -33,7 +34,9 @@ public struct ConfigLocator: Sendable {
     public var candidates: [Candidate] {
         var list: [Candidate] = []
         if let explicitPath { list.append(Candidate(path: explicitPath, origin: .option)) }
-        if let path = environment["GATE_CONFIG"], !path.isEmpty { list.append(Candidate(path: path, origin: .environment)) }
+        if let path = environment["GATE_CONFIG"], !path.isEmpty {
+            list.append(Candidate(path: path, origin: .environment))
+        }
         if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
             list.append(Candidate(path: xdg + "/gate/gate.toml", origin: .user))
         } else if let home = environment["HOME"], !home.isEmpty {
@@ -55,9 +58,15 @@ public struct ConfigLocator: Sendable {
             }
         }
         let searched = candidates.map(\.path).joined(separator: ", ")
-        return .failure(ConfigError(problems: [ConfigProblem(
-            file: "", message: "no configuration file found (looked in \(searched)); create one, see `gate config --help` and the README"
-        )]))
+        return .failure(
+            ConfigError(problems: [
+                ConfigProblem(
+                    file: "",
+                    message:
+                        "no configuration file found (looked in \(searched)); create one, see `gate config --help` and the README"
+                )
+            ])
+        )
     }
 
     /// Locates, reads, parses and validates the configuration.
@@ -71,7 +80,8 @@ public struct ConfigLocator: Sendable {
         switch FileText.read(candidate.path, limit: 1 << 20) {
         case .success(let read): text = read
         case .failure(let problem):
-            let words = problem.code == EILSEQ ? "the file is not UTF-8 text" : "cannot read the configuration: \(problem)"
+            let words =
+                problem.code == EILSEQ ? "the file is not UTF-8 text" : "cannot read the configuration: \(problem)"
             return .failure(ConfigError(problems: [ConfigProblem(file: candidate.path, message: words)]))
         }
         let parsed: GateConfig
@@ -87,9 +97,15 @@ public struct ConfigLocator: Sendable {
             let path = caFile.hasPrefix("/") ? caFile : Self.directory(of: candidate.path) + "/" + caFile
             config.mqtt?.caFile = path
             if access(path, R_OK) != 0 {
-                return .failure(ConfigError(problems: [ConfigProblem(
-                    file: candidate.path, key: "mqtt.ca_file", message: "cannot read \(path): \(SystemError.text(for: errno))"
-                )]))
+                return .failure(
+                    ConfigError(problems: [
+                        ConfigProblem(
+                            file: candidate.path,
+                            key: "mqtt.ca_file",
+                            message: "cannot read \(path): \(SystemError.text(for: errno))"
+                        )
+                    ])
+                )
             }
         }
         return .success((config, candidate))

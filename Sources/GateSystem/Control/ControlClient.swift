@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GateCore
 import Logging
 import Plumbing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `gate open`'s side of the control socket (SPEC §10): hands the opening to the
 /// daemon that answers on `control.sock`, and follows it.
@@ -35,7 +36,9 @@ public enum ControlClient {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
-        guard getpwnam_r(ControlTrust.serviceUser, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        guard getpwnam_r(ControlTrust.serviceUser, &entry, &buffer, buffer.count, &result) == 0, result != nil else {
+            return nil
+        }
         return entry.pw_uid
     }
 
@@ -43,17 +46,29 @@ public enum ControlClient {
     /// trusted; `limit` bounds the wait for its result once it may have started.
     /// Without a socket this returns at once.
     public static func open(
-        _ opening: ControlOpening, paths: RuntimePaths, limit: Duration, logger: Logger,
+        _ opening: ControlOpening,
+        paths: RuntimePaths,
+        limit: Duration,
+        logger: Logger,
         onStateChange: @escaping @Sendable (GateState, AdapterKind?) -> Void
     ) async -> Handover {
         let path = paths.controlSocket
         var info = stat()
         guard lstat(path, &info) == 0 else { return .openDirectly("no daemon: \(path) does not exist") }
         guard info.st_mode & S_IFMT == S_IFSOCK else {
-            logger.warning("not handing the opening to a daemon: \(path) is \(SharedFile.kind(of: info.st_mode)), not a socket")
+            logger.warning(
+                "not handing the opening to a daemon: \(path) is \(SharedFile.kind(of: info.st_mode)), not a socket"
+            )
             return .openDirectly("\(path) is not a socket")
         }
-        return await handOver(opening, path: path, paths: paths, limit: limit, logger: logger, onStateChange: onStateChange)
+        return await handOver(
+            opening,
+            path: path,
+            paths: paths,
+            limit: limit,
+            logger: logger,
+            onStateChange: onStateChange
+        )
     }
 
     /// Apart from `open`, which returns at once without a socket: the continuation's
@@ -62,22 +77,43 @@ public enum ControlClient {
     /// the start of every `gate open`, daemon or not.
     @inline(never)
     private static func handOver(
-        _ opening: ControlOpening, path: String, paths: RuntimePaths, limit: Duration, logger: Logger,
+        _ opening: ControlOpening,
+        path: String,
+        paths: RuntimePaths,
+        limit: Duration,
+        logger: Logger,
         onStateChange: @escaping @Sendable (GateState, AdapterKind?) -> Void
     ) async -> Handover {
         await withCheckedContinuation { continuation in
             let failure = OSThread.detach {
-                continuation.resume(returning: exchange(opening, path: path, paths: paths, limit: limit, logger: logger, onStateChange: onStateChange))
+                continuation.resume(
+                    returning: exchange(
+                        opening,
+                        path: path,
+                        paths: paths,
+                        limit: limit,
+                        logger: logger,
+                        onStateChange: onStateChange
+                    )
+                )
             }
             if let failure {
                 // Nothing was sent: the client can do it itself.
-                continuation.resume(returning: .openDirectly("cannot start a thread to talk to the daemon: \(SystemError("pthread_create", code: failure))"))
+                continuation.resume(
+                    returning: .openDirectly(
+                        "cannot start a thread to talk to the daemon: \(SystemError("pthread_create", code: failure))"
+                    )
+                )
             }
         }
     }
 
     private static func exchange(
-        _ opening: ControlOpening, path: String, paths: RuntimePaths, limit: Duration, logger: Logger,
+        _ opening: ControlOpening,
+        path: String,
+        paths: RuntimePaths,
+        limit: Duration,
+        logger: Logger,
         onStateChange: @Sendable (GateState, AdapterKind?) -> Void
     ) -> Handover {
         let start = MonotonicClock.now()
@@ -85,7 +121,10 @@ public enum ControlClient {
         switch UnixStream.connect(path) {
         case .success(let connected): fd = connected
         case .failure(let error):
-            logger.debug("no daemon answers on the control socket; opening directly", metadata: ["socket": "\(path)", "error": "\(error)"])
+            logger.debug(
+                "no daemon answers on the control socket; opening directly",
+                metadata: ["socket": "\(path)", "error": "\(error)"]
+            )
             return .openDirectly("no daemon answers on \(path): \(error)")
         }
         defer { close(fd) }
@@ -113,11 +152,19 @@ public enum ControlClient {
         }
         logger.debug("opening handed to the daemon", metadata: ["socket": "\(path)", "daemon_pid": "\(peer.pid)"])
         func lost(_ why: String) -> Handover {
-            logger.error("the daemon (pid \(peer.pid)) that took this opening \(why); not triggering again: the relay may have cycled")
-            return .finished(OpeningResult(
-                error: .operationTimeout, adapter: nil, duration: MonotonicClock.now().duration(since: start), attempts: [],
-                explanation: "the opening was handed to the daemon (pid \(peer.pid)), which \(why); the relay may have cycled"
-            ))
+            logger.error(
+                "the daemon (pid \(peer.pid)) that took this opening \(why); not triggering again: the relay may have cycled"
+            )
+            return .finished(
+                OpeningResult(
+                    error: .operationTimeout,
+                    adapter: nil,
+                    duration: MonotonicClock.now().duration(since: start),
+                    attempts: [],
+                    explanation:
+                        "the opening was handed to the daemon (pid \(peer.pid)), which \(why); the relay may have cycled"
+                )
+            )
         }
         if sent < bytes.count {
             return lost("could not be sent the whole request")
@@ -141,10 +188,16 @@ public enum ControlClient {
                     return .finished(result)
                 case .error(let message)? where !accepted:
                     // The daemon read no opening in the request: it started nothing.
-                    return .finished(OpeningResult(
-                        error: .allAdaptersFailed, adapter: nil, duration: MonotonicClock.now().duration(since: start), attempts: [],
-                        explanation: "the daemon (pid \(peer.pid)) refused the request: \(message); nothing was sent"
-                    ))
+                    return .finished(
+                        OpeningResult(
+                            error: .allAdaptersFailed,
+                            adapter: nil,
+                            duration: MonotonicClock.now().duration(since: start),
+                            attempts: [],
+                            explanation:
+                                "the daemon (pid \(peer.pid)) refused the request: \(message); nothing was sent"
+                        )
+                    )
                 case .declined?, .error?, .who?, nil:
                     return lost("answered outside the protocol")
                 }
@@ -177,7 +230,9 @@ public enum ControlClient {
         let path = paths.controlSocket
         var info = stat()
         guard lstat(path, &info) == 0 else { return .noSocket }
-        guard info.st_mode & S_IFMT == S_IFSOCK else { return .failed("\(path) is \(SharedFile.kind(of: info.st_mode)), not a socket") }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            return .failed("\(path) is \(SharedFile.kind(of: info.st_mode)), not a socket")
+        }
         let fd: Int32
         switch UnixStream.connect(path) {
         case .success(let connected): fd = connected
@@ -197,13 +252,17 @@ public enum ControlClient {
         switch reader.next(until: MonotonicClock.now() + timeout) {
         case .line(let line):
             guard case .who(let daemon)? = ControlReply.parse(line) else {
-                return .failed("the process on \(path) (pid \(peer.pid), uid \(peer.uid)) answered outside the protocol")
+                return .failed(
+                    "the process on \(path) (pid \(peer.pid), uid \(peer.uid)) answered outside the protocol"
+                )
             }
             return .answered(daemon, peer: peer)
         case .ended, .tooLong:
             return .failed("the process on \(path) (pid \(peer.pid), uid \(peer.uid)) answered outside the protocol")
         case .timedOut:
-            return .failed("the process on \(path) (pid \(peer.pid), uid \(peer.uid)) did not answer within \(timeout.humanReadable)")
+            return .failed(
+                "the process on \(path) (pid \(peer.pid), uid \(peer.uid)) did not answer within \(timeout.humanReadable)"
+            )
         case .failed(let error):
             return .failed("cannot read from \(path): \(error)")
         }

@@ -1,8 +1,9 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
 
 /// Why the control socket cannot be set up, as a sentence naming its path.
 public struct ControlSocketError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -80,7 +81,12 @@ public final class ControlListener: Sendable {
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else {
-                return .failure(ControlSocketError(path: path, reason: "it is \(SharedFile.kind(of: info.st_mode)), not a socket; remove it"))
+                return .failure(
+                    ControlSocketError(
+                        path: path,
+                        reason: "it is \(SharedFile.kind(of: info.st_mode)), not a socket; remove it"
+                    )
+                )
             }
             switch UnixStream.connect(path) {
             case .success(let fd):
@@ -93,18 +99,27 @@ public final class ControlListener: Sendable {
             case .failure(let error) where error.code == ECONNREFUSED:
                 // Left by a daemon that was killed: the name only (a socket is never followed).
                 if unlink(path) != 0, errno != ENOENT {
-                    return .failure(ControlSocketError(path: path, reason: "cannot remove the stale socket: \(SystemError("unlink"))"))
+                    return .failure(
+                        ControlSocketError(
+                            path: path,
+                            reason: "cannot remove the stale socket: \(SystemError("unlink"))"
+                        )
+                    )
                 }
                 replacedStale = true
             case .failure(let error):
-                return .failure(ControlSocketError(path: path, reason: "cannot tell whether a daemon answers there: \(error)"))
+                return .failure(
+                    ControlSocketError(path: path, reason: "cannot tell whether a daemon answers there: \(error)")
+                )
             }
         } else if errno != ENOENT {
             return .failure(ControlSocketError(path: path, reason: SystemError("lstat").description))
         }
 
         guard var address = UnixStream.address(path) else {
-            return .failure(ControlSocketError(path: path, reason: "the path is longer than a Unix socket's address allows"))
+            return .failure(
+                ControlSocketError(path: path, reason: "the path is longer than a Unix socket's address allows")
+            )
         }
         let fd: Int32
         switch UnixStream.makeSocket() {
@@ -116,7 +131,9 @@ public final class ControlListener: Sendable {
         // put there in between: the mode comes from the umask, set around bind only.
         let previous = umask(0o117)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         let bindError = errno
         umask(previous)
@@ -155,7 +172,9 @@ public final class ControlListener: Sendable {
         if let code = started {
             close(fd)
             unlink(path)
-            return .failure(ControlSocketError(path: path, reason: SystemError("pthread_create", code: code).description))
+            return .failure(
+                ControlSocketError(path: path, reason: SystemError("pthread_create", code: code).description)
+            )
         }
         return .success(.listening(listener))
     }
@@ -171,7 +190,11 @@ public final class ControlListener: Sendable {
         var deadline: MonotonicInstant
     }
 
-    private static func acceptLoop(listening: Int32, wake: WakeSignal, continuation: AsyncStream<ControlConnection>.Continuation) {
+    private static func acceptLoop(
+        listening: Int32,
+        wake: WakeSignal,
+        continuation: AsyncStream<ControlConnection>.Continuation
+    ) {
         var pending: [Int32: Pending] = [:]
         defer {
             // Nothing was started for these: their clients may open by themselves.
@@ -183,7 +206,9 @@ public final class ControlListener: Sendable {
         }
         while true {
             var entries = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-            if pending.count < maximumPending { entries.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0)) }
+            if pending.count < maximumPending {
+                entries.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
+            }
             let order = Array(pending.keys)
             entries += order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             let soonest = pending.values.map(\.deadline).min()
@@ -199,7 +224,8 @@ public final class ControlListener: Sendable {
                     switch PeerCredentials.of(fd) {
                     case .success(let peer):
                         pending[fd] = Pending(
-                            reader: LineReader(fd: fd, limit: ControlRequest.maximumLength), peer: peer,
+                            reader: LineReader(fd: fd, limit: ControlRequest.maximumLength),
+                            peer: peer,
                             deadline: MonotonicClock.now() + requestTimeout
                         )
                     case .failure:

@@ -1,8 +1,9 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Plumbing
-import GateCore
 
 /// The process at the other end of a Unix socket, as the kernel recorded it when
 /// that end connected or started listening (`SO_PEERCRED`): not something the peer
@@ -47,7 +48,11 @@ public enum UnixStream {
 
     /// A new non-blocking, close-on-exec stream socket.
     static func makeSocket() -> Result<Int32, SystemError> {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(
+            AF_UNIX,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+            0
+        )
         return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_UNIX)"))
     }
 
@@ -80,7 +85,9 @@ public enum UnixStream {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { raw in
-                retryingOnInterrupt { Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                retryingOnInterrupt {
+                    Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
             }
             if sent < 0 { return false }
             offset += sent

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CSDBus
 import GateCore
 import Plumbing
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why a desktop notification was not shown, worded as the tail of a sentence.
 public enum DesktopNotificationFailure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -58,9 +59,13 @@ public final class DesktopNotifications: Sendable {
                 continuation.resume(returning: self.showNow(notice))
             }
             if let failed {
-                continuation.resume(returning: .failure(.failed(
-                    "cannot show a desktop notification: pthread_create: \(SystemError.text(for: failed))"
-                )))
+                continuation.resume(
+                    returning: .failure(
+                        .failed(
+                            "cannot show a desktop notification: pthread_create: \(SystemError.text(for: failed))"
+                        )
+                    )
+                )
             }
         }
     }
@@ -119,15 +124,21 @@ final class SessionBusConnection {
     func notify(_ notice: NotificationMachine.Notice) -> Result<UInt32, DesktopNotificationFailure> {
         var created: OpaquePointer?
         var code = api.sd_bus_message_new_method_call(
-            bus, &created, "org.freedesktop.Notifications", "/org/freedesktop/Notifications",
-            "org.freedesktop.Notifications", "Notify"
+            bus,
+            &created,
+            "org.freedesktop.Notifications",
+            "/org/freedesktop/Notifications",
+            "org.freedesktop.Notifications",
+            "Notify"
         )
         guard code >= 0, let message = created else { return Self.failure("sd_bus_message_new_method_call", code) }
         defer { _ = api.sd_bus_message_unref(message) }
 
         let api = self.api
         func type(_ letter: Unicode.Scalar) -> CChar { CChar(bitPattern: UInt8(ascii: letter)) }
-        func string(_ text: String) -> Int32 { text.withCString { api.sd_bus_message_append_basic(message, type("s"), $0) } }
+        func string(_ text: String) -> Int32 {
+            text.withCString { api.sd_bus_message_append_basic(message, type("s"), $0) }
+        }
         func basic<Value>(_ letter: Unicode.Scalar, _ value: Value) -> Int32 {
             withUnsafePointer(to: value) { api.sd_bus_message_append_basic(message, type(letter), $0) }
         }
@@ -159,10 +170,15 @@ final class SessionBusConnection {
             let name = error.name.map { String(cString: $0) }
             let words = error.message.map { String(cString: $0) }
             let detail = [name, words].compactMap { $0 }.joined(separator: ": ")
-            let advice = name == "org.freedesktop.DBus.Error.ServiceUnknown" ? " (no notification server runs in this session)" : ""
-            return .failure(.failed(
-                "cannot show a desktop notification: Notify: " + (detail.isEmpty ? SystemError.text(for: -code) : detail) + advice
-            ))
+            let advice =
+                name == "org.freedesktop.DBus.Error.ServiceUnknown"
+                ? " (no notification server runs in this session)" : ""
+            return .failure(
+                .failed(
+                    "cannot show a desktop notification: Notify: "
+                        + (detail.isEmpty ? SystemError.text(for: -code) : detail) + advice
+                )
+            )
         }
         var id: UInt32 = 0
         code = api.sd_bus_message_read_basic(reply, type("u"), &id)
@@ -180,7 +196,11 @@ enum SDBusLibrary {
     static let loaded: Result<SDBusAPI, DesktopNotificationFailure> = {
         var table = gate_sdbus_api()
         if let failure = gate_sdbus_load(&table) {
-            return .failure(.unavailable("libsystemd cannot be loaded (\(String(cString: failure))); install the package libsystemd0"))
+            return .failure(
+                .unavailable(
+                    "libsystemd cannot be loaded (\(String(cString: failure))); install the package libsystemd0"
+                )
+            )
         }
         return .success(SDBusAPI(table: table))
     }()

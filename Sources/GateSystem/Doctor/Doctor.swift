@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GateCore
 import Logging
 import Plumbing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `gate doctor`: every check in `DoctorCheck` order, each run even when an
 /// earlier one failed, unless it needs what that one would have provided (no
@@ -24,7 +25,9 @@ public enum Doctor {
         findings.append(DoctorVerdict.config(configFacts))
 
         findings += folders(environment: environment, user: user)
-        findings.append(daemon(environment: environment, user: user, configPath: loaded.flatMap { ConfigLocator.canonical($0.1) }))
+        findings.append(
+            daemon(environment: environment, user: user, configPath: loaded.flatMap { ConfigLocator.canonical($0.1) })
+        )
 
         guard let (config, file) = loaded else {
             let why = "not checked: no valid configuration"
@@ -42,7 +45,13 @@ public enum Doctor {
             findings.append(.skip(.udp, "no [udp] table: openings use MQTT only"))
         }
 
-        let (mqttFindings, homeAssistant) = mqtt(config.mqtt, homeAssistant: config.homeAssistant, file: file, environment: environment, logger: logger)
+        let (mqttFindings, homeAssistant) = mqtt(
+            config.mqtt,
+            homeAssistant: config.homeAssistant,
+            file: file,
+            environment: environment,
+            logger: logger
+        )
         findings += mqttFindings
 
         if let buttonConfig = config.button {
@@ -55,11 +64,18 @@ public enum Doctor {
     }
 
     private static func mqtt(
-        _ mqtt: MQTTConfig?, homeAssistant: HomeAssistantConfig?, file: String, environment: [String: String], logger: Logger
+        _ mqtt: MQTTConfig?,
+        homeAssistant: HomeAssistantConfig?,
+        file: String,
+        environment: [String: String],
+        logger: Logger
     ) -> ([DoctorFinding], DoctorFinding) {
         guard let mqtt else {
             let why = "no [mqtt] table: no MQTT fallback"
-            return ([.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)], .skip(.homeassistant, "no [homeassistant] table"))
+            return (
+                [.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)],
+                .skip(.homeassistant, "no [homeassistant] table")
+            )
         }
         var findings: [DoctorFinding] = []
         // Released (and so wiped) when this function returns.
@@ -83,7 +99,10 @@ public enum Doctor {
             findings.append(.skip(.mqttConnect, "not checked: no usable password for mqtt.username"))
         } else {
             let facts = DoctorBroker.connect(mqtt, password: password)
-            logger.debug("doctor: broker", metadata: ["broker": "\(DoctorVerdict.endpoint(mqtt))", "facts": "\(facts)"])
+            logger.debug(
+                "doctor: broker",
+                metadata: ["broker": "\(DoctorVerdict.endpoint(mqtt))", "facts": "\(facts)"]
+            )
             findings.append(DoctorVerdict.broker(facts, mqtt: mqtt, file: file))
         }
         guard let homeAssistant else { return (findings, .skip(.homeassistant, "no [homeassistant] table")) }
@@ -95,18 +114,41 @@ public enum Doctor {
 
     /// Subscribes to the command topic (for the SUBACK only: nothing is published) as the
     /// daemon would: a broker that refuses it would never pass HA's presses on.
-    private static func homeAssistantCheck(_ mqtt: MQTTConfig, _ ha: HomeAssistantConfig, password: Secret?, file: String) -> DoctorFinding {
+    private static func homeAssistantCheck(
+        _ mqtt: MQTTConfig,
+        _ ha: HomeAssistantConfig,
+        password: Secret?,
+        file: String
+    ) -> DoctorFinding {
         let topics = HomeAssistantTopics(ha)
         let user = mqtt.username.map { "user \($0)" } ?? "anonymous clients"
-        switch MQTTOneShot.run(mqtt, password: password, subscribe: topics.command, publish: [], timeout: .seconds(fromConfig: mqtt.timeout)) {
+        switch MQTTOneShot.run(
+            mqtt,
+            password: password,
+            subscribe: topics.command,
+            publish: [],
+            timeout: .seconds(fromConfig: mqtt.timeout)
+        ) {
         case .success(let outcome) where outcome.subscriptionGranted == true:
-            return .ok(.homeassistant, "the broker accepts the subscription to the command topic \(topics.command); device \"\(ha.name)\" is announced under \(ha.discoveryPrefix)/")
+            return .ok(
+                .homeassistant,
+                "the broker accepts the subscription to the command topic \(topics.command); device \"\(ha.name)\" is announced under \(ha.discoveryPrefix)/"
+            )
         case .success:
-            return .fail(.homeassistant, .unavailable, "the broker refused the subscription to the command topic \(topics.command): Home Assistant's button would never reach the daemon",
-                         fix: "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (deploy/README.md, Home Assistant)")
+            return .fail(
+                .homeassistant,
+                .unavailable,
+                "the broker refused the subscription to the command topic \(topics.command): Home Assistant's button would never reach the daemon",
+                fix:
+                    "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (deploy/README.md, Home Assistant)"
+            )
         case .failure(let failure):
-            return .fail(.homeassistant, .unavailable, "cannot check the command topic \(topics.command): \(failure)",
-                         fix: "check the broker named in [mqtt] of \(file)")
+            return .fail(
+                .homeassistant,
+                .unavailable,
+                "cannot check the command topic \(topics.command): \(failure)",
+                fix: "check the broker named in [mqtt] of \(file)"
+            )
         }
     }
 
@@ -138,7 +180,12 @@ public enum Doctor {
             let shared = error.unusableShared ?? RuntimePaths.sharedRuntimeDirectory
             var state = DoctorProbe.folderState(shared)
             if case .writable = state { state = .notWritable(why: "access: \(SystemError.text(for: EACCES))") }
-            runtime = DoctorVerdict.runtime(FolderFacts(path: shared, origin: .shared, state: state), lock: .absent, sharedUnwritable: nil, user: user)
+            runtime = DoctorVerdict.runtime(
+                FolderFacts(path: shared, origin: .shared, state: state),
+                lock: .absent,
+                sharedUnwritable: nil,
+                user: user
+            )
         case .failure(let error):
             runtime = DoctorVerdict.unresolved(.runtime, error.message)
         }

@@ -1,12 +1,13 @@
+import GateCore
+import Mosquitto
+import Plumbing
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Mosquitto
-import Synchronization
-import Plumbing
 
 /// `gate doctor`'s two looks at the broker, each bounded by `mqtt.timeout`: a bare
 /// TCP connection, then an MQTT CONNECT (TLS when configured) up to the CONNACK.

@@ -1,10 +1,11 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Plumbing
 
 /// What `gate doctor` reads from this machine (files, folders, interfaces, the
 /// password sources), as the plain facts that `DoctorVerdict` judges. Nothing here
@@ -12,7 +13,10 @@ import Plumbing
 public enum DoctorProbe {
     /// The configuration search and validation of `gate open`; the loaded
     /// configuration and its file when it is valid.
-    public static func config(explicitPath: String?, environment: [String: String]) -> (ConfigFacts, (GateConfig, String)?) {
+    public static func config(
+        explicitPath: String?,
+        environment: [String: String]
+    ) -> (ConfigFacts, (GateConfig, String)?) {
         let locator = ConfigLocator(explicitPath: explicitPath, environment: environment)
         if case .failure = locator.locate() {
             let suggested = locator.candidates.first { $0.origin == .user }?.path
@@ -22,7 +26,10 @@ public enum DoctorProbe {
         case .success(let (config, candidate)):
             return (.valid(path: candidate.path, origin: candidate.origin.rawValue), (config, candidate.path))
         case .failure(let error):
-            let path = (try? locator.locate().get())?.path ?? error.problems.first.map(\.file).flatMap { $0.isEmpty ? nil : $0 } ?? "the configuration"
+            let path =
+                (try? locator.locate().get())?.path ?? error.problems.first.map(\.file).flatMap {
+                    $0.isEmpty ? nil : $0
+                } ?? "the configuration"
             return (.invalid(path: path, problems: error.problems), nil)
         }
     }
@@ -58,7 +65,10 @@ public enum DoctorProbe {
 
     /// The runtime folder an opening would use, its lock, and whether the shared
     /// `/run/gate` exists but was passed over because this account cannot write it.
-    public static func runtime(_ paths: RuntimePaths, environment: [String: String]) -> (FolderFacts, LockFacts, sharedUnwritable: String?) {
+    public static func runtime(
+        _ paths: RuntimePaths,
+        environment: [String: String]
+    ) -> (FolderFacts, LockFacts, sharedUnwritable: String?) {
         let shared = "/run/gate"
         let origin: FolderFacts.Origin
         if RuntimePaths.nonEmpty(environment["GATE_RUNTIME_DIR"]) != nil {
@@ -72,7 +82,11 @@ public enum DoctorProbe {
         if case .personal = origin, access(shared, F_OK) == 0 {
             sharedUnwritable = shared
         }
-        let folder = FolderFacts(path: paths.runtimeDirectory, origin: origin, state: folderState(paths.runtimeDirectory))
+        let folder = FolderFacts(
+            path: paths.runtimeDirectory,
+            origin: origin,
+            state: folderState(paths.runtimeDirectory)
+        )
         let lock: LockFacts
         // Opened the way an opener opens it (SharedFile: no link followed, a regular file).
         switch SharedFile.open(paths.lockFile, access: .readWrite) {

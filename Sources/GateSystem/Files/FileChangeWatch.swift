@@ -1,7 +1,8 @@
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Plumbing
 
 /// Reports changes to some files of one folder (inotify), for the daemon's config
 /// reload and status keeper. The folder is watched rather than the files: editors
@@ -22,7 +23,10 @@ public final class FileChangeWatch: Sendable {
         // IN_CLOEXEC | IN_NONBLOCK (anonymous enum constants in <sys/inotify.h>).
         let inotify = inotify_init1(Int32(O_CLOEXEC | O_NONBLOCK))
         guard inotify >= 0 else { throw SystemError("inotify_init1") }
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF)
+        let mask = UInt32(
+            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR
+                | IN_DELETE_SELF | IN_MOVE_SELF
+        )
         guard inotify_add_watch(inotify, directory, mask) >= 0 else {
             let error = SystemError("inotify_add_watch \(directory)")
             close(inotify)
@@ -65,17 +69,25 @@ public final class FileChangeWatch: Sendable {
         wake.signal()
     }
 
-    private static func readLoop(inotify: Int32, wake: WakeSignal, names: Set<String>,
-                                 into continuation: AsyncStream<Void>.Continuation) {
-        var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+    private static func readLoop(
+        inotify: Int32,
+        wake: WakeSignal,
+        names: Set<String>,
+        into continuation: AsyncStream<Void>.Continuation
+    ) {
+        var fds = [
+            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+        ]
         // Room for many events with names up to NAME_MAX.
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
             guard case .success = Poll.wait(&fds, until: nil) else { return }
             if fds[1].revents != 0 { return }
             guard fds[0].revents & Int16(POLLIN) != 0 else { return }
-            let count = buffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) } }
+            let count = buffer.withUnsafeMutableBytes { raw in
+                retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) }
+            }
             if count < 0 {
                 if errno == EAGAIN { continue }
                 return

@@ -1,8 +1,9 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
 
 /// One line per opening in `history.jsonl` (docs/CONTRACT.md#the-history), bounded in size: past
 /// `maximumBytes` the newest entries that fit in half of it are kept. Written by the
@@ -50,10 +51,15 @@ public enum HistoryLog {
         }
         defer { close(fd) }
         var tail = HistoryTail(limit: limit)
-        if let failure = SharedFile.readBackward(fd, path: path, maximumBytes: scanBytes, { chunk, atStart in
-            tail.feed(chunk, atStart: atStart)
-            return !tail.isSatisfied
-        }) {
+        if let failure = SharedFile.readBackward(
+            fd,
+            path: path,
+            maximumBytes: scanBytes,
+            { chunk, atStart in
+                tail.feed(chunk, atStart: atStart)
+                return !tail.isSatisfied
+            }
+        ) {
             return .failure(failure)
         }
         return .success(tail.entries)
@@ -68,10 +74,15 @@ public enum HistoryLog {
     /// replacing the file: read from `fd`, the file just appended to.
     static func trim(_ fd: Int32, path: String) -> SharedFileError? {
         var tail = HistoryTail(limit: .max, byteBudget: maximumBytes / 2)
-        if let failure = SharedFile.readBackward(fd, path: path, maximumBytes: scanBytes, { chunk, atStart in
-            tail.feed(chunk, atStart: atStart)
-            return !tail.isSatisfied
-        }) {
+        if let failure = SharedFile.readBackward(
+            fd,
+            path: path,
+            maximumBytes: scanBytes,
+            { chunk, atStart in
+                tail.feed(chunk, atStart: atStart)
+                return !tail.isSatisfied
+            }
+        ) {
             return failure
         }
         return SharedFile.replace(path, with: tail.text, mode: 0o664)

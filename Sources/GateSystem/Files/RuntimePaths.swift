@@ -1,8 +1,9 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
 
 /// Where the lock, the status file and the history live (docs/CONTRACT.md#the-runtime-and-state-folders).
 public struct RuntimePaths: Sendable, Hashable {
@@ -32,7 +33,9 @@ public struct RuntimePaths: Sendable, Hashable {
     /// A `/run/gate` that exists but that this account cannot use (not in group `gate`,
     /// or not logged in again since joining it) is an error (docs/CONTRACT.md#the-runtime-and-state-folders): a private lock
     /// beside the service's would let two openings run at once.
-    public static func resolve(environment: [String: String] = ProcessEnvironment.current()) -> Result<RuntimePaths, RuntimePathError> {
+    public static func resolve(
+        environment: [String: String] = ProcessEnvironment.current()
+    ) -> Result<RuntimePaths, RuntimePathError> {
         let runtime: String
         let shared = sharedRuntimeDirectory
         var info = stat()
@@ -40,17 +43,26 @@ public struct RuntimePaths: Sendable, Hashable {
             runtime = explicit
         } else if lstat(shared, &info) == 0 {
             guard isUsableDirectory(shared) else {
-                return .failure(RuntimePathError(message: "cannot use \(shared): it exists but \(accountDescription()) cannot "
-                    + "read, write and search it, so openings from this account would not share the lock and the status "
-                    + "with the service; join the group gate (sudo usermod -aG gate \(accountName() ?? "USER"), then log in "
-                    + "again) or set $GATE_RUNTIME_DIR", unusableShared: shared))
+                return .failure(
+                    RuntimePathError(
+                        message: "cannot use \(shared): it exists but \(accountDescription()) cannot "
+                            + "read, write and search it, so openings from this account would not share the lock and the status "
+                            + "with the service; join the group gate (sudo usermod -aG gate \(accountName() ?? "USER"), then log in "
+                            + "again) or set $GATE_RUNTIME_DIR",
+                        unusableShared: shared
+                    )
+                )
             }
             runtime = shared
         } else if let xdg = nonEmpty(environment["XDG_RUNTIME_DIR"]) {
             runtime = xdg + "/gate"
         } else {
-            return .failure(RuntimePathError(message: "no runtime folder: /run/gate is missing and $XDG_RUNTIME_DIR is not set "
-                + "(install the deploy files, join the group gate, or set $GATE_RUNTIME_DIR)"))
+            return .failure(
+                RuntimePathError(
+                    message: "no runtime folder: /run/gate is missing and $XDG_RUNTIME_DIR is not set "
+                        + "(install the deploy files, join the group gate, or set $GATE_RUNTIME_DIR)"
+                )
+            )
         }
         let state: String
         if let explicit = nonEmpty(environment["GATE_STATE_DIR"]) {
@@ -62,7 +74,12 @@ public struct RuntimePaths: Sendable, Hashable {
         } else if let home = nonEmpty(environment["HOME"]) {
             state = home + "/.local/state/gate"
         } else {
-            return .failure(RuntimePathError(message: "no state folder: /var/lib/gate is not writable and neither $XDG_STATE_HOME nor $HOME is set"))
+            return .failure(
+                RuntimePathError(
+                    message:
+                        "no state folder: /var/lib/gate is not writable and neither $XDG_STATE_HOME nor $HOME is set"
+                )
+            )
         }
         return .success(RuntimePaths(runtimeDirectory: runtime, stateDirectory: state))
     }

@@ -1,8 +1,9 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
 
 /// Why a file in a shared folder cannot be used, worded as a sentence that names it:
 /// `cannot use /run/gate/status.json: it is a FIFO, not a regular file`.
@@ -77,7 +78,11 @@ public enum SharedFile {
     /// `AT_FDCWD` with a full path as `name`); `path` names it in errors. With `create`,
     /// a missing file is made with that mode. The caller owns the descriptor.
     public static func open(
-        _ name: String, in directory: Int32 = AT_FDCWD, path: String? = nil, access: Access, create mode: mode_t? = nil
+        _ name: String,
+        in directory: Int32 = AT_FDCWD,
+        path: String? = nil,
+        access: Access,
+        create mode: mode_t? = nil
     ) -> Result<Int32, SharedFileError> {
         let path = path ?? name
         let flags = access.flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
@@ -93,7 +98,9 @@ public enum SharedFile {
             if fd >= 0 { break }
             let code = errno
             if code == EINTR { continue }
-            guard code == ENOENT, let mode else { return .failure(classify(name, in: directory, path: path, code: code)) }
+            guard code == ENOENT, let mode else {
+                return .failure(classify(name, in: directory, path: path, code: code))
+            }
             fd = openat(directory, name, flags | O_CREAT | O_EXCL, mode)
             if fd >= 0 {
                 // The umask must not narrow the mode that lets the group share the file.
@@ -104,9 +111,13 @@ public enum SharedFile {
                 }
                 break
             }
-            if errno != EEXIST && errno != EINTR { return .failure(classify(name, in: directory, path: path, code: errno)) }
+            if errno != EEXIST && errno != EINTR {
+                return .failure(classify(name, in: directory, path: path, code: errno))
+            }
         }
-        guard fd >= 0 else { return .failure(SharedFileError(path: path, problem: .system(SystemError("open", code: EAGAIN)))) }
+        guard fd >= 0 else {
+            return .failure(SharedFileError(path: path, problem: .system(SystemError("open", code: EAGAIN))))
+        }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let failure = SystemError("fstat")
@@ -136,7 +147,12 @@ public enum SharedFile {
             if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
                 return .failure(SharedFileError(path: path, problem: .notDirectory(kind(of: info.st_mode))))
             }
-            return .failure(SharedFileError(path: path, problem: code == ENOENT ? .missing : .system(SystemError("open", code: code))))
+            return .failure(
+                SharedFileError(
+                    path: path,
+                    problem: code == ENOENT ? .missing : .system(SystemError("open", code: code))
+                )
+            )
         }
     }
 
@@ -174,7 +190,10 @@ public enum SharedFile {
     /// chunk to `consume` (with whether it begins the file) until `consume` returns
     /// false, the start of the file, or `maximumBytes` read.
     public static func readBackward(
-        _ fd: Int32, path: String, chunkSize: Int = 64 * 1024, maximumBytes: Int,
+        _ fd: Int32,
+        path: String,
+        chunkSize: Int = 64 * 1024,
+        maximumBytes: Int,
         _ consume: (_ chunk: ArraySlice<UInt8>, _ atStart: Bool) -> Bool
     ) -> SharedFileError? {
         var info = stat()
@@ -187,7 +206,9 @@ public enum SharedFile {
             var filled = 0
             while start + filled < end {
                 let count = buffer.withUnsafeMutableBytes { raw in
-                    retryingOnInterrupt { pread(fd, raw.baseAddress! + filled, end - start - filled, off_t(start + filled)) }
+                    retryingOnInterrupt {
+                        pread(fd, raw.baseAddress! + filled, end - start - filled, off_t(start + filled))
+                    }
                 }
                 if count < 0 {
                     return SharedFileError(path: path, problem: .system(SystemError("read")))
@@ -211,11 +232,17 @@ public enum SharedFile {
         let directory = ConfigLocator.directory(of: path)
         var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { return SharedFileError(path: path, problem: .system(SystemError("mkstemp in \(directory)"))) }
+        guard fd >= 0 else {
+            return SharedFileError(path: path, problem: .system(SystemError("mkstemp in \(directory)")))
+        }
         let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure = writeAll(fd, bytes, path: temporary)
-        if failure == nil, fchmod(fd, mode) != 0 { failure = SharedFileError(path: temporary, problem: .system(SystemError("fchmod"))) }
-        if failure == nil, fsync(fd) != 0 { failure = SharedFileError(path: temporary, problem: .system(SystemError("fsync"))) }
+        if failure == nil, fchmod(fd, mode) != 0 {
+            failure = SharedFileError(path: temporary, problem: .system(SystemError("fchmod")))
+        }
+        if failure == nil, fsync(fd) != 0 {
+            failure = SharedFileError(path: temporary, problem: .system(SystemError("fsync")))
+        }
         close(fd)
         if failure == nil, rename(temporary, path) != 0 {
             failure = SharedFileError(path: path, problem: .system(SystemError("rename")))
@@ -232,7 +259,10 @@ public enum SharedFile {
     /// `fstatat` with `AT_SYMLINK_NOFOLLOW`, and `unlinkat` removes the name only),
     /// owned by this process's user, last modified more than `olderThan` ago (a live
     /// writer renames its file within milliseconds). Returns the names removed.
-    public static func removeStaleTemporaries(in directory: String, olderThan age: Duration) -> Result<[String], SharedFileError> {
+    public static func removeStaleTemporaries(
+        in directory: String,
+        olderThan age: Duration
+    ) -> Result<[String], SharedFileError> {
         let fd: Int32
         switch openDirectory(directory) {
         case .success(let opened): fd = opened
@@ -262,8 +292,9 @@ public enum SharedFile {
             guard name.hasPrefix(temporaryPrefix) else { continue }
             var info = stat()
             guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                  info.st_mode & S_IFMT == S_IFREG, info.st_uid == me,
-                  Int64(info.st_mtim.tv_sec) < cutoff else { continue }
+                info.st_mode & S_IFMT == S_IFREG, info.st_uid == me,
+                Int64(info.st_mtim.tv_sec) < cutoff
+            else { continue }
             if unlinkat(fd, name, 0) == 0 { removed.append(name) }
         }
         return .success(removed)
@@ -299,6 +330,9 @@ public enum SharedFile {
         if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, let kind = kindIfNotRegular(info.st_mode) {
             return SharedFileError(path: path, problem: .notRegular(kind))
         }
-        return SharedFileError(path: path, problem: code == ENOENT ? .missing : .system(SystemError("open", code: code)))
+        return SharedFileError(
+            path: path,
+            problem: code == ENOENT ? .missing : .system(SystemError("open", code: code))
+        )
     }
 }

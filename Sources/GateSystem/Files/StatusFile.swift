@@ -1,7 +1,8 @@
+import GateCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
 
 /// `status.json`, replaced atomically on every change (docs/CONTRACT.md#the-status-file): written to a
 /// temporary file in the same folder, fsynced, renamed over the old one. A reader
@@ -37,7 +38,10 @@ public enum StatusFile {
 
     /// What readers show: the rules of docs/CONTRACT.md#the-status-file applied to the file and the lock; an
     /// error when the file cannot be used.
-    public static func effective(paths: RuntimePaths, now: String = WallClock.iso8601()) -> Result<StatusRecord, SharedFileError> {
+    public static func effective(
+        paths: RuntimePaths,
+        now: String = WallClock.iso8601()
+    ) -> Result<StatusRecord, SharedFileError> {
         load(paths.statusFile).map { record in
             guard let record else { return .initial(now: now) }
             return record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile))

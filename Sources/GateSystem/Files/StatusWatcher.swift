@@ -1,8 +1,9 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
 
 /// `gate status --watch`: the state at once, then one line per change, for as long
 /// as someone reads it (docs/CONTRACT.md#gate-status).
@@ -122,12 +123,15 @@ public final class StatusWatcher {
     /// Writes the line with write(2): nothing waits in a buffer while the panel does.
     private func emit(_ line: String) -> End? {
         guard let failure = Descriptor.writeAll(STDOUT_FILENO, Array((line + "\n").utf8)) else { return nil }
-        return failure.code == EPIPE ? .readerGone : .failed(SystemError("write to standard output", code: failure.code))
+        return failure.code == EPIPE
+            ? .readerGone : .failed(SystemError("write to standard output", code: failure.code))
     }
 
     // MARK: inotify
 
-    private static let folderEvents = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
+    private static let folderEvents = UInt32(
+        IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+    )
     private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// Watches the runtime folder; while it does not exist, its parent, to see it come
@@ -180,14 +184,18 @@ public final class StatusWatcher {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var relevant = false
         while true {
-            let count = buffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) } }
+            let count = buffer.withUnsafeMutableBytes { raw in
+                retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) }
+            }
             guard count > 0 else { return relevant }
             var offset = 0
             while offset + headerSize <= count {
                 let (watch, mask, nameLength) = buffer.withUnsafeBytes { raw in
-                    (raw.loadUnaligned(fromByteOffset: offset, as: Int32.self),
-                     raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
-                     Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)))
+                    (
+                        raw.loadUnaligned(fromByteOffset: offset, as: Int32.self),
+                        raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                        Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    )
                 }
                 let nameBytes = buffer[(offset + headerSize)..<min(count, offset + headerSize + nameLength)]
                 let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)

@@ -1,11 +1,12 @@
+import GateCore
+import Logging
+import Mosquitto
+import Plumbing
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
-import Logging
-import Mosquitto
-import Synchronization
 
 /// The daemon's warm connection to the broker (docs/CONTRACT.md#gate-daemon): connected
 /// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
@@ -56,7 +57,9 @@ public final class MQTTLink: StatusFeed {
     }
 
     public init(
-        config: MQTTConfig, credentials: CredentialLookup, logger: Logger,
+        config: MQTTConfig,
+        credentials: CredentialLookup,
+        logger: Logger,
         extras: LinkExtras = LinkExtras(),
         onEvent: @escaping @Sendable (MQTTLink, LinkEvent) -> Void = { _, _ in },
         onUnclaimed: @escaping @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
@@ -96,7 +99,10 @@ public final class MQTTLink: StatusFeed {
         let (client, attempt) = state.withLock { state -> (MosquittoClient?, AttemptTicket?) in
             state.stopped = true
             state.ready = false
-            defer { state.client = nil; state.attempt = nil }
+            defer {
+                state.client = nil
+                state.attempt = nil
+            }
             // A client still inside its connect is left to the connecting thread, which
             // sees `stopped` when the connect returns and closes it there.
             return (state.connectReturned ? state.client : nil, state.attempt)
@@ -126,9 +132,12 @@ public final class MQTTLink: StatusFeed {
                 return
             case .failure(let reason):
                 state.withLock { $0.lastError = reason.description }
-                logger.warning("MQTT link down; retrying", metadata: [
-                    "broker": "\(broker)", "reason": "\(reason)", "retry_in_s": "\(delay)",
-                ])
+                logger.warning(
+                    "MQTT link down; retrying",
+                    metadata: [
+                        "broker": "\(broker)", "reason": "\(reason)", "retry_in_s": "\(delay)",
+                    ]
+                )
                 waitForWake(milliseconds: Int32(delay) * 1000)
                 delay = min(delay * 2, Self.maximumDelay)
             }
@@ -147,7 +156,9 @@ public final class MQTTLink: StatusFeed {
             }
         }
         do {
-            let client = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event) }
+            let client = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in
+                handle(event)
+            }
             password = nil
             if extras.retainAsPublished {
                 try client.useMQTT5()
@@ -201,9 +212,12 @@ public final class MQTTLink: StatusFeed {
 
         case .connected(let code):
             guard code == 0 else {
-                logger.warning("MQTT broker refused the link; retrying", metadata: [
-                    "broker": "\(broker)", "reason": "\(MosquittoError.connackWords(for: code))",
-                ])
+                logger.warning(
+                    "MQTT broker refused the link; retrying",
+                    metadata: [
+                        "broker": "\(broker)", "reason": "\(MosquittoError.connackWords(for: code))",
+                    ]
+                )
                 return
             }
             let client = state.withLock { $0.client }
@@ -211,28 +225,37 @@ public final class MQTTLink: StatusFeed {
                 let id = try client.map { try $0.subscribe(topic: config.statusTopic, qos: 0) }
                 state.withLock { $0.subscribeID = id }
             } catch {
-                logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(config.statusTopic)", "error": "\(error)"])
+                logger.warning(
+                    "MQTT link cannot subscribe",
+                    metadata: ["topic": "\(config.statusTopic)", "error": "\(error)"]
+                )
             }
             var extraIDs: [Int32: String] = [:]
             for topic in extras.subscriptions {
                 do {
                     let id = try client.map { client in
                         try extras.retainAsPublished
-                            ? client.subscribeRetainAsPublished(topic: topic, qos: 1) : client.subscribe(topic: topic, qos: 1)
+                            ? client.subscribeRetainAsPublished(topic: topic, qos: 1)
+                            : client.subscribe(topic: topic, qos: 1)
                     }
                     if let id { extraIDs[id] = topic }
                 } catch {
                     logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(topic)", "error": "\(error)"])
                 }
             }
-            state.withLock { $0.extraSubscribeIDs = extraIDs; $0.connected = true }
+            state.withLock {
+                $0.extraSubscribeIDs = extraIDs
+                $0.connected = true
+            }
             onEvent(self, .connected)
 
         case .subscribed(let messageID, let granted):
             let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
             if let extra {
                 if MQTTStatusTopic.refused(granted: granted) {
-                    logger.error("MQTT broker at \(broker) refused the subscription to \(extra) (not authorised for that topic?)")
+                    logger.error(
+                        "MQTT broker at \(broker) refused the subscription to \(extra) (not authorised for that topic?)"
+                    )
                 }
                 onEvent(self, .subscribed(topic: extra, refused: MQTTStatusTopic.refused(granted: granted)))
                 return
@@ -242,12 +265,17 @@ public final class MQTTLink: StatusFeed {
                 logger.error("\(topic.refusalWords)")
                 return
             }
-            state.withLock { $0.ready = true; $0.lastError = nil }
+            state.withLock {
+                $0.ready = true
+                $0.lastError = nil
+            }
             logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
 
         case .message(let name, let payload, let retained):
             guard name == config.statusTopic else {
-                if extras.subscriptions.contains(name) { onEvent(self, .message(topic: name, payload: payload, retained: retained)) }
+                if extras.subscriptions.contains(name) {
+                    onEvent(self, .message(topic: name, payload: payload, retained: retained))
+                }
                 return
             }
             let report = topic.report(topic: name, payload: payload, retained: retained)
@@ -335,7 +363,10 @@ public final class MQTTLink: StatusFeed {
     public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
         state.withLock { $0.observer = observer }
         return AttemptCancel { [self] in
-            state.withLock { $0.observer = nil; $0.attempt = nil }
+            state.withLock {
+                $0.observer = nil
+                $0.attempt = nil
+            }
         }
     }
 
@@ -344,7 +375,8 @@ public final class MQTTLink: StatusFeed {
     /// opening's `attach`ed observer, like any status message.
     func attempt(_ ticket: AttemptTicket) -> AttemptCancel? {
         let client = state.withLock { state -> MosquittoClient? in
-            guard state.ready, !state.stopped, state.attempt == nil, state.observer != nil, let client = state.client else { return nil }
+            guard state.ready, !state.stopped, state.attempt == nil, state.observer != nil, let client = state.client
+            else { return nil }
             state.attempt = ticket
             return client
         }
@@ -353,7 +385,12 @@ public final class MQTTLink: StatusFeed {
         var failure: MosquittoError?
         let sent = ticket.send {
             do throws(MosquittoError) {
-                _ = try client.publish(topic: config.triggerTopic, payload: MQTTStatusTopic.triggerPayload(), qos: 0, retain: false)
+                _ = try client.publish(
+                    topic: config.triggerTopic,
+                    payload: MQTTStatusTopic.triggerPayload(),
+                    qos: 0,
+                    retain: false
+                )
             } catch {
                 failure = error
             }

@@ -1,10 +1,11 @@
+import GateCore
+import Mosquitto
+import Plumbing
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Mosquitto
-import Synchronization
-import Plumbing
 
 /// One short MQTT session outside the daemon: connect, optionally subscribe to one
 /// topic (for its SUBACK only), publish some messages with QoS 1 and wait for their
@@ -51,7 +52,10 @@ public final class MQTTOneShot: Sendable {
 
     /// Runs the session on the calling thread (it blocks), bounded by `timeout` after connecting.
     public static func run(
-        _ mqtt: MQTTConfig, password: Secret?, subscribe: String? = nil, publish messages: [OutgoingMessage],
+        _ mqtt: MQTTConfig,
+        password: Secret?,
+        subscribe: String? = nil,
+        publish messages: [OutgoingMessage],
         timeout: Duration
     ) -> Result<Outcome, Failure> {
         let session: MQTTOneShot
@@ -64,7 +68,11 @@ public final class MQTTOneShot: Sendable {
     }
 
     private func run(
-        _ mqtt: MQTTConfig, password: Secret?, subscribe: String?, messages: [OutgoingMessage], timeout: Duration
+        _ mqtt: MQTTConfig,
+        password: Secret?,
+        subscribe: String?,
+        messages: [OutgoingMessage],
+        timeout: Duration
     ) -> Result<Outcome, Failure> {
         let broker = MQTTStatusTopic(config: mqtt).broker
         let client: MosquittoClient
@@ -90,7 +98,9 @@ public final class MQTTOneShot: Sendable {
         }
         let code = progress.withLock { $0.connack } ?? 0
         guard code == 0 else {
-            return .failure(.refused("the MQTT broker at \(broker) refused the login: \(MosquittoError.connackWords(for: code))"))
+            return .failure(
+                .refused("the MQTT broker at \(broker) refused the login: \(MosquittoError.connackWords(for: code))")
+            )
         }
         do throws(MosquittoError) {
             if let subscribe {
@@ -101,7 +111,12 @@ public final class MQTTOneShot: Sendable {
                 }
             }
             for message in messages {
-                let id = try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
+                let id = try client.publish(
+                    topic: message.topic,
+                    payload: message.payload,
+                    qos: 1,
+                    retain: message.retain
+                )
                 // The PUBACK may have come before `publish` returned the id.
                 progress.withLock { state in
                     if state.early.remove(id) == nil { state.pending.insert(id) }

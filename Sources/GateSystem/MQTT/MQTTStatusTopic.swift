@@ -8,7 +8,9 @@ struct MQTTStatusTopic: Sendable {
     let config: MQTTConfig
 
     /// `host:port`, brackets around an IPv6 literal.
-    var broker: String { config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)" }
+    var broker: String {
+        config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)"
+    }
 
     /// A SUBACK whose granted QoS is the failure code 0x80 (or missing): not authorised.
     static func refused(granted: [Int32]) -> Bool {
@@ -40,7 +42,9 @@ struct MQTTStatusTopic: Sendable {
 
     /// A client with the configuration's credentials and TLS.
     static func makeClient(
-        config: MQTTConfig, password: Secret?, handler: @escaping @Sendable (MosquittoEvent) -> Void
+        config: MQTTConfig,
+        password: Secret?,
+        handler: @escaping @Sendable (MosquittoEvent) -> Void
     ) throws -> MosquittoClient {
         let client = try MosquittoClient(clientID: clientID(prefix: config.clientIDPrefix), handler: handler)
         if let username = config.username {

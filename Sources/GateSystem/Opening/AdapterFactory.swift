@@ -11,7 +11,11 @@ public struct AdapterFactory: Sendable {
     /// The daemon: a process that outlives its openings (see `MQTTAdapter.tcpFirst`).
     let longLived: Bool
 
-    public init(credentials: CredentialLookup, link: @escaping @Sendable () -> MQTTLink? = { nil }, longLived: Bool = false) {
+    public init(
+        credentials: CredentialLookup,
+        link: @escaping @Sendable () -> MQTTLink? = { nil },
+        longLived: Bool = false
+    ) {
         self.credentials = credentials
         self.link = link
         self.custom = nil
@@ -38,10 +42,20 @@ public struct AdapterFactory: Sendable {
         if let custom { return custom(kind) }
         switch kind {
         case .udp:
-            guard let udp = config.udp else { return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration")) }
-            return UDPAdapter(host: udp.host, port: udp.port, onLinkOnly: selection == .auto, interfaces: InterfaceTable.current, logger: logger)
+            guard let udp = config.udp else {
+                return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration"))
+            }
+            return UDPAdapter(
+                host: udp.host,
+                port: udp.port,
+                onLinkOnly: selection == .auto,
+                interfaces: InterfaceTable.current,
+                logger: logger
+            )
         case .mqtt:
-            guard let mqtt = config.mqtt else { return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration")) }
+            guard let mqtt = config.mqtt else {
+                return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
+            }
             let cold = MQTTAdapter(config: mqtt, credentials: credentials, logger: logger, tcpFirst: longLived)
             // A link made for another configuration (a reload is under way) is not used.
             if let link = link(), link.config == mqtt {

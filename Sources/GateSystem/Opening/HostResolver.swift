@@ -1,10 +1,11 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Plumbing
 
 /// Turns the configured host into an address to send to.
 public enum HostResolver {
@@ -16,7 +17,11 @@ public enum HostResolver {
 
     /// Every address of `host`, in `getaddrinfo`'s order, for a caller that tries
     /// them in turn (a TCP connection); never empty on success.
-    public static func addresses(host: String, port: Int, socketType: Int32) -> Result<[SocketAddress], ResolutionFailure> {
+    public static func addresses(
+        host: String,
+        port: Int,
+        socketType: Int32
+    ) -> Result<[SocketAddress], ResolutionFailure> {
         guard let port16 = UInt16(exactly: port) else {
             return .failure(ResolutionFailure(message: "port \(port) is out of range"))
         }

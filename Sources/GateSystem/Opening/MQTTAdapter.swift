@@ -1,11 +1,12 @@
+import GateCore
+import Logging
+import Mosquitto
+import Plumbing
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Plumbing
-import Logging
-import Mosquitto
-import Synchronization
 
 /// Carries the trigger through an MQTT broker (docs/CONTRACT.md#protocol-over-mqtt): connect, subscribe to
 /// the status topic, and only after the broker's SUBACK publish the trigger, so
@@ -47,12 +48,20 @@ public struct MQTTAdapter: GateAdapter {
             ticket.finish()
             return AttemptCancel {}
         }
-        let exchange = MQTTExchange(config: config, credentials: credentials, logger: logger, ticket: ticket, tcpFirst: tcpFirst)
+        let exchange = MQTTExchange(
+            config: config,
+            credentials: credentials,
+            logger: logger,
+            ticket: ticket,
+            tcpFirst: tcpFirst
+        )
         if let failure = OSThread.detach({
             exchange.run(wake: wake)
             ticket.finish()
         }) {
-            ticket.report(.unreachable("cannot start the MQTT exchange: \(SystemError("pthread_create", code: failure))"))
+            ticket.report(
+                .unreachable("cannot start the MQTT exchange: \(SystemError("pthread_create", code: failure))")
+            )
             ticket.finish()
         }
         return AttemptCancel { wake.signal() }
@@ -82,7 +91,13 @@ final class MQTTExchange: Sendable {
     let client = Mutex<MosquittoClient?>(nil)
     let tcpFirst: Bool
 
-    init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, ticket: AttemptTicket, tcpFirst: Bool = false) {
+    init(
+        config: MQTTConfig,
+        credentials: CredentialLookup,
+        logger: Logger,
+        ticket: AttemptTicket,
+        tcpFirst: Bool = false
+    ) {
         self.topic = MQTTStatusTopic(config: config)
         self.credentials = credentials
         self.logger = logger
@@ -113,11 +128,15 @@ final class MQTTExchange: Sendable {
         defer { client.withLock { $0 = nil } }
         let session: MosquittoClient
         do {
-            session = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event) }
+            session = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in handle(event)
+            }
             password = nil
             client.withLock { $0 = session }
             ticket.doing("connecting to MQTT broker at \(broker)")
-            logger.debug("connecting", metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(session.clientID)"])
+            logger.debug(
+                "connecting",
+                metadata: ["adapter": "mqtt", "broker": "\(broker)", "client_id": "\(session.clientID)"]
+            )
             try session.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
         } catch {
             fail("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)")
@@ -132,9 +151,15 @@ final class MQTTExchange: Sendable {
         case .connecting:
             // A TLS listener drops a plaintext CONNECT without a word.
             let hint = lost != nil && !config.tls ? " (if the broker expects TLS, set tls = true in [mqtt])" : ""
-            ticket.report(.unreachable("cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)\(hint)"))
+            ticket.report(
+                .unreachable(
+                    "cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)\(hint)"
+                )
+            )
         case .subscribing, .subscribed:
-            ticket.report(.unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget"))
+            ticket.report(
+                .unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget")
+            )
         case .published where lost != nil:
             ticket.report(.lost("lost the connection to MQTT broker at \(broker) (\(lost ?? ""))\(lastErrorSuffix)"))
         case .published:
@@ -154,7 +179,8 @@ final class MQTTExchange: Sendable {
         case .success(let found): addresses = found
         case .failure(let failure): return "cannot reach MQTT broker at \(broker): \(failure.message)"
         }
-        let deadline = MonotonicNanoseconds.now() + UInt64(ticket.deadline.duration(since: ticket.now()).nanosecondsClamped)
+        let deadline =
+            MonotonicNanoseconds.now() + UInt64(ticket.deadline.duration(since: ticket.now()).nanosecondsClamped)
         var last = TCPConnect.Failure.timedOut
         for address in addresses {
             switch TCPConnect.open(to: address, until: deadline) {
@@ -267,7 +293,9 @@ final class MQTTExchange: Sendable {
             case .published:
                 end(.lost("lost the connection to MQTT broker at \(broker)\(words)"))
             case .connecting where !config.tls:
-                fail("cannot reach MQTT broker at \(broker): the connection closed before the CONNACK\(words) (if the broker expects TLS, set tls = true in [mqtt])")
+                fail(
+                    "cannot reach MQTT broker at \(broker): the connection closed before the CONNACK\(words) (if the broker expects TLS, set tls = true in [mqtt])"
+                )
             case .connecting, .subscribing, .subscribed, .over:
                 fail("lost the connection to MQTT broker at \(broker)\(words)")
             }
@@ -284,7 +312,14 @@ final class MQTTExchange: Sendable {
         var failure: (any Error)?
         let sent = ticket.send {
             do {
-                try withClient { _ = try $0.publish(topic: config.triggerTopic, payload: MQTTStatusTopic.triggerPayload(), qos: 0, retain: false) }
+                try withClient {
+                    _ = try $0.publish(
+                        topic: config.triggerTopic,
+                        payload: MQTTStatusTopic.triggerPayload(),
+                        qos: 0,
+                        retain: false
+                    )
+                }
             } catch {
                 failure = error
             }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GateCore
 import Plumbing
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one lock every opener takes (docs/CONTRACT.md#the-lock), held for the whole opening: `flock(2)`
 /// on the runtime folder itself, which members of the group cannot delete or replace,
@@ -58,7 +59,12 @@ public final class OpeningLock: Sendable {
     ///
     /// The folder is locked first: deleting or replacing `lock` while it is held lets
     /// nobody in. A `lock` that is not a usable regular file is an error naming it.
-    public static func acquire(path: String, pid: Int32, source: String, since: String) -> Result<Acquisition, SharedFileError> {
+    public static func acquire(
+        path: String,
+        pid: Int32,
+        source: String,
+        since: String
+    ) -> Result<Acquisition, SharedFileError> {
         let directory = ConfigLocator.directory(of: path)
         let name = String(path.split(separator: "/").last ?? Substring(path))
         let folder: Int32
@@ -102,7 +108,10 @@ public final class OpeningLock: Sendable {
         let lock = OpeningLock(fd: fd, folder: folder, path: path, previous: previous)
         lock.update { record in
             record = LockRecord(
-                pid: pid, source: source, since: since, endedMonotonicNs: previous?.endedMonotonicNs,
+                pid: pid,
+                source: source,
+                since: since,
+                endedMonotonicNs: previous?.endedMonotonicNs,
                 triggeredMonotonicNs: previous?.triggeredMonotonicNs
             )
         }
@@ -126,14 +135,18 @@ public final class OpeningLock: Sendable {
 
     /// What `lock` says about its holder, if it can be read safely.
     private static func readHolder(_ name: String, in folder: Int32, path: String) -> LockRecord? {
-        guard case .success(let fd) = SharedFile.open(name, in: folder, path: path, access: .readOnly) else { return nil }
+        guard case .success(let fd) = SharedFile.open(name, in: folder, path: path, access: .readOnly) else {
+            return nil
+        }
         defer { close(fd) }
         return readRecord(fd)
     }
 
     /// What this holder last wrote; the file is written under the same lock, from
     /// whichever thread records (the trigger is recorded by the thread that sends it).
-    private let holder = Mutex((record: LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil), open: true))
+    private let holder = Mutex(
+        (record: LockRecord(pid: nil, source: nil, since: nil, endedMonotonicNs: nil), open: true)
+    )
 
     /// Records that a trigger is about to be sent (the cooldown's start if this
     /// opener never records an end).
@@ -169,7 +182,9 @@ public final class OpeningLock: Sendable {
         defer { close(folder) }
         guard sharedLockIsFree(folder) else { return true }
         let name = String(path.split(separator: "/").last ?? Substring(path))
-        guard case .success(let fd) = SharedFile.open(name, in: folder, path: path, access: .readOnly) else { return false }
+        guard case .success(let fd) = SharedFile.open(name, in: folder, path: path, access: .readOnly) else {
+            return false
+        }
         defer { close(fd) }
         return !sharedLockIsFree(fd)
     }

@@ -35,7 +35,10 @@ public struct OpeningPipeline: Sendable {
     let logger: Logger
 
     public init(
-        paths: RuntimePaths, adapters: AdapterFactory, statusFeed: (any StatusFeed)? = nil, logger: Logger,
+        paths: RuntimePaths,
+        adapters: AdapterFactory,
+        statusFeed: (any StatusFeed)? = nil,
+        logger: Logger,
         interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError> = InterfaceTable.current,
         clock: any OpeningClock = SystemOpeningClock()
     ) {
@@ -56,13 +59,21 @@ public struct OpeningPipeline: Sendable {
 
     /// Runs one opening; `onStateChange` sees every state it goes through.
     public func open(
-        config: GateConfig, request: OpeningRequest, onStateChange: @escaping (GateState, AdapterKind?) -> Void = { _, _ in }
+        config: GateConfig,
+        request: OpeningRequest,
+        onStateChange: @escaping (GateState, AdapterKind?) -> Void = { _, _ in }
     ) async -> OpeningResult {
         var logger = self.logger
         logger[metadataKey: "source"] = "\(request.source)"
         if let statusFeed, statusFeed.relayActive {
             logger.notice("opening refused: the relay is active (another client's cycle)")
-            return OpeningResult(error: .operationInProgress, adapter: nil, duration: .zero, attempts: [], explanation: Withholding.relayActive.description)
+            return OpeningResult(
+                error: .operationInProgress,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: Withholding.relayActive.description
+            )
         }
         if config.mqtt != nil, request.selection == .mqtt || (request.selection == .auto && config.udp == nil) {
             // MQTT goes first: its library (with libssl and libcrypto) loads while the
@@ -71,7 +82,13 @@ public struct OpeningPipeline: Sendable {
         }
         let recorder: OpeningRecorder
         do throws(OpeningRecorder.Refusal) {
-            recorder = try OpeningRecorder.begin(paths: paths, source: request.source, runtime: config.runtime, force: request.force, logger: logger)
+            recorder = try OpeningRecorder.begin(
+                paths: paths,
+                source: request.source,
+                runtime: config.runtime,
+                force: request.force,
+                logger: logger
+            )
         } catch let refusal {
             logger.notice("opening refused", metadata: ["reason": "\(refusal.message)"])
             let error: GateKeeperError
@@ -79,20 +96,37 @@ public struct OpeningPipeline: Sendable {
             case .inProgress, .cooldown: error = .operationInProgress
             case .unavailable: error = .configurationMissing
             }
-            return OpeningResult(error: error, adapter: nil, duration: .zero, attempts: [], explanation: refusal.message)
+            return OpeningResult(
+                error: error,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: refusal.message
+            )
         }
-        let result = await run(config: config, selection: request.selection, recorder: recorder, logger: logger, onStateChange: onStateChange)
+        let result = await run(
+            config: config,
+            selection: request.selection,
+            recorder: recorder,
+            logger: logger,
+            onStateChange: onStateChange
+        )
         recorder.finished(result.result, resetAfter: result.resetAfter)
         return result.result
     }
 
     private func run(
-        config: GateConfig, selection: AdapterSelection, recorder: OpeningRecorder, logger: Logger,
+        config: GateConfig,
+        selection: AdapterSelection,
+        recorder: OpeningRecorder,
+        logger: Logger,
         onStateChange: (GateState, AdapterKind?) -> Void
     ) async -> (result: OpeningResult, resetAfter: Duration?) {
         let clock = self.clock
         let openingStart = clock.now()
-        let permit = TriggerPermit(relayActive: statusFeed?.relayActive ?? false, clock: clock) { at in recorder.recordTrigger(at: at) }
+        let permit = TriggerPermit(relayActive: statusFeed?.relayActive ?? false, clock: clock) { at in
+            recorder.recordTrigger(at: at)
+        }
         let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)
         defer { continuation.finish() }
         let detach = statusFeed?.attach { report in
@@ -101,14 +135,25 @@ public struct OpeningPipeline: Sendable {
         }
         defer { detach?() }
 
-        let plan = AdapterPlan.make(config: config, selection: selection, udpLink: udpLink(config: config, selection: selection, logger: logger))
+        let plan = AdapterPlan.make(
+            config: config,
+            selection: selection,
+            udpLink: udpLink(config: config, selection: selection, logger: logger)
+        )
         for skipped in plan.skipped {
-            logger.info("adapter skipped", metadata: ["adapter": "\(skipped.adapter)", "reason": "\(skipped.reason?.description ?? "")"])
+            logger.info(
+                "adapter skipped",
+                metadata: ["adapter": "\(skipped.adapter)", "reason": "\(skipped.reason?.description ?? "")"]
+            )
         }
         var machine = plan.machine(resetDelay: .seconds(fromConfig: config.runtime.resetDelay))
         var pending = machine.handle(.start(at: openingStart))
         var attemptNumber = 0
-        var running: (number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel, stopTimer: @Sendable () -> Void)?
+        var running:
+            (
+                number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel,
+                stopTimer: @Sendable () -> Void
+            )?
         var iterator = inputs.makeAsyncIterator()
 
         while true {
@@ -118,9 +163,25 @@ public struct OpeningPipeline: Sendable {
                     attemptNumber += 1
                     logger.info("trying adapter", metadata: ["adapter": "\(kind)"])
                     permit.begin(attempt: attemptNumber, deadline: deadline)
-                    let ticket = AttemptTicket(deadline: deadline, attempt: attemptNumber, permit: permit, inputs: continuation)
-                    let cancel = adapters.make(kind, config: config, selection: selection, logger: logger).attempt(ticket)
-                    running = (attemptNumber, kind, ticket, cancel, Self.overdueTimer(attempt: attemptNumber, deadline: deadline, permit: permit, inputs: continuation, clock: clock).cancel)
+                    let ticket = AttemptTicket(
+                        deadline: deadline,
+                        attempt: attemptNumber,
+                        permit: permit,
+                        inputs: continuation
+                    )
+                    let cancel = adapters.make(kind, config: config, selection: selection, logger: logger).attempt(
+                        ticket
+                    )
+                    running = (
+                        attemptNumber, kind, ticket, cancel,
+                        Self.overdueTimer(
+                            attempt: attemptNumber,
+                            deadline: deadline,
+                            permit: permit,
+                            inputs: continuation,
+                            clock: clock
+                        ).cancel
+                    )
                 case .stopAdapter(let kind):
                     if let current = running, current.kind == kind {
                         permit.close(attempt: current.number)
@@ -132,7 +193,10 @@ public struct OpeningPipeline: Sendable {
                         logger.info("adapter finished", metadata: Self.metadata(finished: record))
                     }
                 case .stateChanged(let state, let adapter):
-                    logger.info("state changed", metadata: ["state": "\(state.rawValue)", "adapter": "\(adapter?.rawValue ?? "none")"])
+                    logger.info(
+                        "state changed",
+                        metadata: ["state": "\(state.rawValue)", "adapter": "\(adapter?.rawValue ?? "none")"]
+                    )
                     recorder.stateChanged(state, adapter: adapter)
                     onStateChange(state, adapter)
                 case .finished(let result, let resetAt):
@@ -149,8 +213,11 @@ public struct OpeningPipeline: Sendable {
                 // adapter or finishes. Reported rather than trapped on an appliance.
                 logger.error("opening stopped without a result")
                 let result = OpeningResult(
-                    error: .allAdaptersFailed, adapter: nil, duration: clock.now().duration(since: openingStart),
-                    attempts: machine.attempts, explanation: "internal error: the opening stopped without a result"
+                    error: .allAdaptersFailed,
+                    adapter: nil,
+                    duration: clock.now().duration(since: openingStart),
+                    attempts: machine.attempts,
+                    explanation: "internal error: the opening stopped without a result"
                 )
                 return (result, .seconds(fromConfig: config.runtime.resetDelay))
             }
@@ -164,7 +231,9 @@ public struct OpeningPipeline: Sendable {
                 pending = machine.handle(.observed(report, at: at))
             case .ended(let number):
                 guard number == current.number else { continue }
-                pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now()))
+                pending = machine.handle(
+                    .adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now())
+                )
             case .overdue(let number, let stage):
                 guard number == current.number else { continue }
                 if stage == 1 {
@@ -172,8 +241,13 @@ public struct OpeningPipeline: Sendable {
                     // call cannot, and the second stage decides without it.
                     current.cancel()
                 } else {
-                    logger.warning("adapter did not finish after its deadline", metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"])
-                    pending = machine.handle(.adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now()))
+                    logger.warning(
+                        "adapter did not finish after its deadline",
+                        metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"]
+                    )
+                    pending = machine.handle(
+                        .adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now())
+                    )
                 }
             }
         }
@@ -184,7 +258,13 @@ public struct OpeningPipeline: Sendable {
     /// status file and history. Holding the returned recorder holds the lock.
     public func beginElsewhere(config: GateConfig) -> Result<OpeningRecorder, OpeningRecorder.Refusal> {
         Result { () throws(OpeningRecorder.Refusal) in
-            try OpeningRecorder.begin(paths: paths, source: "elsewhere", runtime: config.runtime, force: true, logger: logger)
+            try OpeningRecorder.begin(
+                paths: paths,
+                source: "elsewhere",
+                runtime: config.runtime,
+                force: true,
+                logger: logger
+            )
         }
     }
 
@@ -195,14 +275,20 @@ public struct OpeningPipeline: Sendable {
         if ticket.now() >= ticket.deadline {
             return sent ? .deadlineReached : .withheld(.budgetSpent(during: ticket.whatItWasDoing))
         }
-        return sent ? .lost("the adapter stopped without an answer") : .unreachable("the adapter stopped before sending (\(ticket.whatItWasDoing))")
+        return sent
+            ? .lost("the adapter stopped without an answer")
+            : .unreachable("the adapter stopped before sending (\(ticket.whatItWasDoing))")
     }
 
     /// At the deadline the permit closes (nothing is sent past it, whatever the
     /// attempt's thread is doing); after a grace the pipeline asks the attempt to
     /// finish, and after another decides without it.
     static func overdueTimer(
-        attempt: Int, deadline: MonotonicInstant, permit: TriggerPermit, inputs: AsyncStream<OpeningInput>.Continuation, clock: any OpeningClock
+        attempt: Int,
+        deadline: MonotonicInstant,
+        permit: TriggerPermit,
+        inputs: AsyncStream<OpeningInput>.Continuation,
+        clock: any OpeningClock
     ) -> Task<Void, Never> {
         Task {
             do {
@@ -225,7 +311,10 @@ public struct OpeningPipeline: Sendable {
         let verdict = LinkCheck.verdict(for: ip, interfaces: interfaces, logger: logger)
         logger.debug("on-link check", metadata: ["adapter": "udp", "target": "\(udp.host)", "verdict": "\(verdict)"])
         if selection == .udp, verdict == .offLink {
-            logger.info("UDP forced although the ESP32 is not on a directly connected network", metadata: ["target": "\(udp.host)"])
+            logger.info(
+                "UDP forced although the ESP32 is not on a directly connected network",
+                metadata: ["target": "\(udp.host)"]
+            )
         }
         return verdict
     }
@@ -243,14 +332,19 @@ public struct OpeningPipeline: Sendable {
 /// Whether an address is on a directly connected network, from the interface table.
 enum LinkCheck {
     static func verdict(
-        for ip: IPAddress, interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>, logger: Logger
+        for ip: IPAddress,
+        interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>,
+        logger: Logger
     ) -> LinkVerdict {
         if ip.isLoopback { return .loopback }
         switch interfaces() {
         case .success(let table):
             return LinkVerdict.of(ip, in: table)
         case .failure(let error):
-            logger.warning("cannot read the interface table; treating the ESP32 as off-link", metadata: ["error": "\(error)"])
+            logger.warning(
+                "cannot read the interface table; treating the ESP32 as off-link",
+                metadata: ["error": "\(error)"]
+            )
             return .offLink
         }
     }

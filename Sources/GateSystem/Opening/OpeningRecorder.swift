@@ -1,8 +1,9 @@
+import GateCore
+import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import GateCore
-import Logging
 
 /// Everything an opening leaves for others to see, from the lock taken at the
 /// start to the history line at the end (docs/CONTRACT.md#cooldown, docs/CONTRACT.md#runtime-files).
@@ -27,7 +28,8 @@ public final class OpeningRecorder: Sendable {
                 return "another opening is in progress: \(holder?.holderDescription ?? "another process")"
             case .cooldown(let left):
                 let tenths = (left.milliseconds + 99) / 100
-                return "cooldown after the last relay cycle: \(tenths / 10).\(tenths % 10) s left (use --force to skip it)"
+                return
+                    "cooldown after the last relay cycle: \(tenths / 10).\(tenths % 10) s left (use --force to skip it)"
             case .unavailable(let why):
                 return why
             }
@@ -43,7 +45,8 @@ public final class OpeningRecorder: Sendable {
     /// The last finished opening before this one, shown until this one finishes.
     let previousLast: StatusRecord.Last?
 
-    private init(paths: RuntimePaths, lock: OpeningLock, source: String, pid: Int32, resetDelay: Double, logger: Logger) {
+    private init(paths: RuntimePaths, lock: OpeningLock, source: String, pid: Int32, resetDelay: Double, logger: Logger)
+    {
         self.paths = paths
         self.lock = lock
         self.source = source
@@ -66,7 +69,11 @@ public final class OpeningRecorder: Sendable {
     /// destroying a `Result` there had the Swift runtime build its generic metadata,
     /// searching every conformance record of the binary for `Refusal`'s `Error`.
     public static func begin(
-        paths: RuntimePaths, source: String, runtime: RuntimeConfig, force: Bool, logger: Logger
+        paths: RuntimePaths,
+        source: String,
+        runtime: RuntimeConfig,
+        force: Bool,
+        logger: Logger
     ) throws(Refusal) -> OpeningRecorder {
         if case .failure(let error) = paths.prepare() {
             throw .unavailable(error.message)
@@ -82,7 +89,11 @@ public final class OpeningRecorder: Sendable {
             throw .inProgress(holder)
         case .acquired(let lock):
             let lastEnd = lock.previous?.cooldownStart.map(MonotonicInstant.init(nanoseconds:))
-            let verdict = Cooldown.check(lastEnd: lastEnd, now: MonotonicClock.now(), cooldown: .seconds(fromConfig: runtime.cooldown))
+            let verdict = Cooldown.check(
+                lastEnd: lastEnd,
+                now: MonotonicClock.now(),
+                cooldown: .seconds(fromConfig: runtime.cooldown)
+            )
             switch verdict {
             case .wait(let left) where !force:
                 throw .cooldown(left: left)
@@ -91,7 +102,14 @@ public final class OpeningRecorder: Sendable {
             case .clear:
                 break
             }
-            return OpeningRecorder(paths: paths, lock: lock, source: source, pid: pid, resetDelay: runtime.resetDelay, logger: logger)
+            return OpeningRecorder(
+                paths: paths,
+                lock: lock,
+                source: source,
+                pid: pid,
+                resetDelay: runtime.resetDelay,
+                logger: logger
+            )
         }
     }
 
@@ -109,10 +127,17 @@ public final class OpeningRecorder: Sendable {
     public func stateChanged(_ state: GateState, adapter: AdapterKind?) {
         switch state {
         case .triggering, .waitingForRelayClose:
-            write(StatusRecord(
-                state: state, since: WallClock.iso8601(), source: source, pid: pid,
-                adapter: adapter?.rawValue, resetAt: nil, last: previousLast
-            ))
+            write(
+                StatusRecord(
+                    state: state,
+                    since: WallClock.iso8601(),
+                    source: source,
+                    pid: pid,
+                    adapter: adapter?.rawValue,
+                    resetAt: nil,
+                    last: previousLast
+                )
+            )
         case .ready, .timeout, .error:
             break
         }
@@ -125,25 +150,50 @@ public final class OpeningRecorder: Sendable {
     ///     `1`s on the status topic: one line, not one per message).
     ///   - cooldownFrom: when the cooldown starts, if not now (an unanswered `1`: the
     ///     relay cycled, if at all, when it was published).
-    public func finished(_ result: OpeningResult, resetAfter: Duration? = nil, history: Bool = true, cooldownFrom: MonotonicInstant? = nil) {
+    public func finished(
+        _ result: OpeningResult,
+        resetAfter: Duration? = nil,
+        history: Bool = true,
+        cooldownFrom: MonotonicInstant? = nil
+    ) {
         let nowNs = WallClock.nowNanoseconds()
         let now = WallClock.iso8601(nanoseconds: nowNs)
         let last = StatusRecord.Last(result: result, finishedAt: now, source: source)
         let record: StatusRecord
         switch result.outcome {
         case .success:
-            record = StatusRecord(state: .ready, since: now, source: source, pid: pid, adapter: result.adapter?.rawValue, resetAt: nil, last: last)
-        case .timeout, .error:
-            let resetAt = WallClock.iso8601(nanoseconds: nowNs + (resetAfter ?? Duration.seconds(fromConfig: resetDelay)).nanosecondsClamped)
             record = StatusRecord(
-                state: result.outcome == .timeout ? .timeout : .error, since: now, source: source, pid: pid,
-                adapter: result.adapter?.rawValue, resetAt: resetAt, last: last
+                state: .ready,
+                since: now,
+                source: source,
+                pid: pid,
+                adapter: result.adapter?.rawValue,
+                resetAt: nil,
+                last: last
+            )
+        case .timeout, .error:
+            let resetAt = WallClock.iso8601(
+                nanoseconds: nowNs + (resetAfter ?? Duration.seconds(fromConfig: resetDelay)).nanosecondsClamped
+            )
+            record = StatusRecord(
+                state: result.outcome == .timeout ? .timeout : .error,
+                since: now,
+                source: source,
+                pid: pid,
+                adapter: result.adapter?.rawValue,
+                resetAt: resetAt,
+                last: last
             )
         }
         write(record)
         let entry = HistoryLog.Entry(
-            at: now, source: source, uid: getuid(), adapter: result.adapter?.rawValue,
-            outcome: result.outcome.rawValue, error: result.error?.rawValue, durationMs: result.duration.milliseconds
+            at: now,
+            source: source,
+            uid: getuid(),
+            adapter: result.adapter?.rawValue,
+            outcome: result.outcome.rawValue,
+            error: result.error?.rawValue,
+            durationMs: result.duration.milliseconds
         )
         if history, let failure = HistoryLog.append(entry, to: paths.historyFile) {
             logger.warning("cannot write the history", metadata: ["error": "\(failure)"])

@@ -32,7 +32,11 @@ public final class TriggerPermit: Sendable {
     ///   - relayActive: the relay is already known to be active (the daemon's link saw
     ///     a `1` without its `0`).
     ///   - stamp: records the trigger's time where the next opener will find it.
-    public init(relayActive: Bool = false, clock: any OpeningClock = SystemOpeningClock(), stamp: @escaping @Sendable (MonotonicInstant) -> Void) {
+    public init(
+        relayActive: Bool = false,
+        clock: any OpeningClock = SystemOpeningClock(),
+        stamp: @escaping @Sendable (MonotonicInstant) -> Void
+    ) {
         self.state = Mutex(State(relayActive: relayActive))
         self.stamp = stamp
         self.clock = clock
@@ -131,7 +135,12 @@ public struct AttemptTicket: Sendable {
         let words = Mutex("starting")
     }
 
-    init(deadline: MonotonicInstant, attempt: Int, permit: TriggerPermit, inputs: AsyncStream<OpeningInput>.Continuation) {
+    init(
+        deadline: MonotonicInstant,
+        attempt: Int,
+        permit: TriggerPermit,
+        inputs: AsyncStream<OpeningInput>.Continuation
+    ) {
         self.deadline = deadline
         self.attempt = attempt
         self.permit = permit

@@ -1,11 +1,12 @@
+import GateCore
+import Logging
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Plumbing
-import Logging
 
 /// Sends the trigger byte over UDP and decodes the ESP32's answer (docs/CONTRACT.md#protocol-over-udp).
 ///
@@ -27,8 +28,11 @@ public struct UDPAdapter: GateAdapter {
     let logger: Logger
 
     public init(
-        host: String, port: Int, onLinkOnly: Bool,
-        interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError>, logger: Logger
+        host: String,
+        port: Int,
+        onLinkOnly: Bool,
+        interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError>,
+        logger: Logger
     ) {
         self.host = host
         self.port = port
@@ -52,7 +56,9 @@ public struct UDPAdapter: GateAdapter {
             guard let target = adapter.target(ticket) else { return }
             UDPExchange(target: target, ticket: ticket, wake: wake, logger: adapter.logger).run()
         }) {
-            ticket.report(.unreachable("cannot start the UDP exchange: \(SystemError("pthread_create", code: failure))"))
+            ticket.report(
+                .unreachable("cannot start the UDP exchange: \(SystemError("pthread_create", code: failure))")
+            )
             ticket.finish()
         }
         return AttemptCancel { wake.signal() }
@@ -66,7 +72,10 @@ public struct UDPAdapter: GateAdapter {
         case .success(let address):
             if !literal, onLinkOnly {
                 let verdict = LinkCheck.verdict(for: address.ip, interfaces: interfaces, logger: logger)
-                logger.debug("on-link check", metadata: ["adapter": "udp", "target": "\(address)", "verdict": "\(verdict)"])
+                logger.debug(
+                    "on-link check",
+                    metadata: ["adapter": "udp", "target": "\(address)", "verdict": "\(verdict)"]
+                )
                 if verdict == .offLink {
                     ticket.report(.unreachable("\(host) (\(address.ip)) is not on a directly connected network"))
                     return nil
@@ -127,7 +136,10 @@ private struct UDPExchange {
                 return
             }
             let remaining = ticket.deadline.nanoseconds - now.nanoseconds
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+            ]
             if case .failure(let error) = Poll.wait(&fds, until: MonotonicNanoseconds.now() + remaining) {
                 ticket.report(.unreachable("cannot wait for the ESP32's answer: \(error)"))
                 return
@@ -181,9 +193,12 @@ private struct UDPExchange {
             return true
         }
         let datagram = buffer[0..<count]
-        logger.debug("datagram received", metadata: [
-            "adapter": "udp", "bytes": "\(datagram.map { UDPExchange.hex($0) }.joined(separator: " "))",
-        ])
+        logger.debug(
+            "datagram received",
+            metadata: [
+                "adapter": "udp", "bytes": "\(datagram.map { UDPExchange.hex($0) }.joined(separator: " "))",
+            ]
+        )
         for event in UDPReplyDecoder.events(for: datagram) {
             ticket.report(event)
         }

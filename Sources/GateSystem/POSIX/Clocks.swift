@@ -1,9 +1,10 @@
+import GateCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
 
 /// `CLOCK_MONOTONIC`, the clock every deadline is measured on: it does not jump
 /// when NTP sets the time on a Pi that booted without a real-time clock.

@@ -1,10 +1,11 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Plumbing
 
 /// The machine's interface addresses, read with `getifaddrs`, for the on-link check.
 public enum InterfaceTable {
@@ -19,13 +20,15 @@ public enum InterfaceTable {
             guard let address = entry.pointee.ifa_addr, let netmask = entry.pointee.ifa_netmask else { continue }
             guard let ip = ipAddress(address), let mask = ipAddress(netmask), ip.family == mask.family else { continue }
             let flags = Int32(bitPattern: entry.pointee.ifa_flags)
-            table.append(InterfaceAddress(
-                name: String(cString: entry.pointee.ifa_name),
-                isUp: flags & Int32(IFF_UP) != 0 && flags & Int32(IFF_RUNNING) != 0,
-                isLoopback: flags & Int32(IFF_LOOPBACK) != 0,
-                address: ip,
-                netmask: mask
-            ))
+            table.append(
+                InterfaceAddress(
+                    name: String(cString: entry.pointee.ifa_name),
+                    isUp: flags & Int32(IFF_UP) != 0 && flags & Int32(IFF_RUNNING) != 0,
+                    isLoopback: flags & Int32(IFF_LOOPBACK) != 0,
+                    address: ip,
+                    netmask: mask
+                )
+            )
         }
         return .success(table)
     }

@@ -1,9 +1,10 @@
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Plumbing
 
 /// Output that reaches its reader at once: a panel or a test reading a pipe must
 /// not wait for a block buffer to fill (NOTES.md, "Output").

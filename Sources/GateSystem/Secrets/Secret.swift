@@ -75,14 +75,20 @@ public struct CredentialLookup: Sendable {
             case .unavailable(let why):
                 notes.append("\(source.name): \(why)")
             case .failed(let why):
-                return .failure(CredentialFailure(message: "the MQTT password from \(source.name) cannot be used: \(why)"))
+                return .failure(
+                    CredentialFailure(message: "the MQTT password from \(source.name) cannot be used: \(why)")
+                )
             }
         }
         let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
-        return .failure(CredentialFailure(message: "no MQTT password found\(tried); "
-            + "store one with `gate secret set mqtt-password` (desktop session, Secret Service), or, "
-            + "for the system service, provide the systemd credential `mqtt-password` "
-            + "(LoadCredentialEncrypted=mqtt-password, read from $CREDENTIALS_DIRECTORY/mqtt-password)"))
+        return .failure(
+            CredentialFailure(
+                message: "no MQTT password found\(tried); "
+                    + "store one with `gate secret set mqtt-password` (desktop session, Secret Service), or, "
+                    + "for the system service, provide the systemd credential `mqtt-password` "
+                    + "(LoadCredentialEncrypted=mqtt-password, read from $CREDENTIALS_DIRECTORY/mqtt-password)"
+            )
+        )
     }
 
     public static let mqttPasswordAccount = "mqtt-password"

@@ -1,7 +1,8 @@
+import CLibSecret
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLibSecret
 
 /// Why the Secret Service could not do what was asked, as the tail of a sentence
 /// that ends with what to do about it. Never holds a password.
@@ -73,7 +74,15 @@ public final class SecretServiceStore {
             }
             bytes.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
             buffer[bytes.count] = 0
-            return api.secret_password_storev_sync(schema.pointer, attributes.pointer, nil, label, buffer.baseAddress, nil, &error)
+            return api.secret_password_storev_sync(
+                schema.pointer,
+                attributes.pointer,
+                nil,
+                label,
+                buffer.baseAddress,
+                nil,
+                &error
+            )
         }
         if let error {
             throw SecretServiceError(error, api: api).failure(doing: "store the password")
@@ -127,9 +136,11 @@ public final class SecretServiceStore {
             throw SecretServiceError(error, api: api).failure(doing: action)
         }
         if items != nil {
-            throw .locked("the Secret Service holds the entry but its collection is locked and was not unlocked, "
-                + "so gate cannot \(action); unlock the keyring (log in to the desktop session, or answer its "
-                + "unlock prompt) and try again")
+            throw .locked(
+                "the Secret Service holds the entry but its collection is locked and was not unlocked, "
+                    + "so gate cannot \(action); unlock the keyring (log in to the desktop session, or answer its "
+                    + "unlock prompt) and try again"
+            )
         }
     }
 }
@@ -148,7 +159,9 @@ public struct SecretServiceSource: SecretSource {
         do {
             let store = try SecretServiceStore(environment: environment)
             guard let secret = try store.lookup(account: account) else { return .notFound }
-            return secret.isEmpty ? .failed("the stored entry is empty; store it again with `gate secret set \(account)`") : .found(secret)
+            return secret.isEmpty
+                ? .failed("the stored entry is empty; store it again with `gate secret set \(account)`")
+                : .found(secret)
         } catch {
             switch error {
             case .unavailable(let why): return .unavailable(why)
@@ -161,14 +174,17 @@ public struct SecretServiceSource: SecretSource {
 /// Without a session bus there is no Secret Service, and GLib's last resort
 /// (autolaunching a bus through X11) would only fail slowly or leave a stray bus behind.
 extension SessionBus {
-    static let headlessAdvice = "on a headless machine or for the system service, provide the password as the "
+    static let headlessAdvice =
+        "on a headless machine or for the system service, provide the password as the "
         + "systemd credential `mqtt-password` instead (LoadCredentialEncrypted=mqtt-password; "
         + "gate reads $CREDENTIALS_DIRECTORY/mqtt-password)"
 
     static func check(environment: [String: String]) throws(SecretServiceFailure) {
         if isPresent(environment: environment) { return }
-        throw .unavailable("there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
-            + "Service to ask; \(headlessAdvice)")
+        throw .unavailable(
+            "there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
+                + "Service to ask; \(headlessAdvice)"
+        )
     }
 }
 
@@ -177,8 +193,12 @@ enum SecretServiceLibrary {
     private static let loaded: Result<SecretServiceAPI, SecretServiceFailure> = {
         var table = gate_secret_api()
         if let failure = gate_secret_load(&table) {
-            return .failure(.unavailable("libsecret cannot be loaded (\(String(cString: failure))); "
-                + "install the package libsecret-1-0, or \(SessionBus.headlessAdvice)"))
+            return .failure(
+                .unavailable(
+                    "libsecret cannot be loaded (\(String(cString: failure))); "
+                        + "install the package libsecret-1-0, or \(SessionBus.headlessAdvice)"
+                )
+            )
         }
         return .success(SecretServiceAPI(table: table))
     }()
@@ -301,29 +321,38 @@ private final class SecretServiceError {
         let secretDomain = domain == api.secret_error_get_quark()
         let dbusDomain = domain == api.g_dbus_error_quark()
         if secretDomain && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
-            return .locked("the Secret Service's collection is locked (\(words)), so gate cannot \(action); "
-                + "unlock the keyring (log in to the desktop session, or answer its unlock prompt) and try again")
+            return .locked(
+                "the Secret Service's collection is locked (\(words)), so gate cannot \(action); "
+                    + "unlock the keyring (log in to the desktop session, or answer its unlock prompt) and try again"
+            )
         }
         if (secretDomain && code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue))
-            || (dbusDomain && (code == Int32(GATE_G_DBUS_ERROR_UNKNOWN_METHOD) || code == Int32(GATE_G_DBUS_ERROR_UNKNOWN_OBJECT)))
+            || (dbusDomain
+                && (code == Int32(GATE_G_DBUS_ERROR_UNKNOWN_METHOD) || code == Int32(GATE_G_DBUS_ERROR_UNKNOWN_OBJECT)))
         {
             // What gnome-keyring answers ("Object does not exist at path …/collection/login")
             // when its default collection does not exist and could not be created,
             // typically because no prompt can be shown to ask for its password.
-            return .locked("the Secret Service has no usable default collection (\(words)), so gate cannot "
-                + "\(action); create or unlock the default keyring (log in to the desktop session, or answer "
-                + "its prompt) and try again")
+            return .locked(
+                "the Secret Service has no usable default collection (\(words)), so gate cannot "
+                    + "\(action); create or unlock the default keyring (log in to the desktop session, or answer "
+                    + "its prompt) and try again"
+            )
         }
         if dbusDomain
             && (code == Int32(GATE_G_DBUS_ERROR_SERVICE_UNKNOWN) || code == Int32(GATE_G_DBUS_ERROR_NAME_HAS_NO_OWNER))
         {
-            return .unavailable("nothing provides the Secret Service on the session bus (\(words)); start a keyring "
-                + "such as gnome-keyring, or \(SessionBus.headlessAdvice)")
+            return .unavailable(
+                "nothing provides the Secret Service on the session bus (\(words)); start a keyring "
+                    + "such as gnome-keyring, or \(SessionBus.headlessAdvice)"
+            )
         }
         if domain == api.g_io_error_quark() {
             // GIO errors come from reaching the bus (socket, authentication, autolaunch).
-            return .unavailable("cannot reach the Secret Service on the D-Bus session bus (\(words)); "
-                + SessionBus.headlessAdvice)
+            return .unavailable(
+                "cannot reach the Secret Service on the D-Bus session bus (\(words)); "
+                    + SessionBus.headlessAdvice
+            )
         }
         return .failed("the Secret Service could not \(action): \(words)")
     }

@@ -1,12 +1,13 @@
+import GateCore
+import Logging
+import Plumbing
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Logging
-import Plumbing
-import Synchronization
 
 /// swift-log set up the way an appliance needs it: plain lines on stderr for a
 /// shell, syslog priority prefixes when journald reads stderr (docs/CONTRACT.md#logging).
@@ -58,9 +59,11 @@ public enum GateLogLine {
     /// characters are escaped (`SafeText.escaped`), so that a value read from a shared
     /// file can neither forge a log line nor drive the terminal that shows it.
     static func quoted(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { scalar in
-            scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\" || SafeText.isUnsafe(scalar)
-        }
+        let needsQuotes =
+            value.isEmpty
+            || value.unicodeScalars.contains { scalar in
+                scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\" || SafeText.isUnsafe(scalar)
+            }
         guard needsQuotes else { return value }
         var text = "\""
         for character in SafeText.escaped(value).unicodeScalars {

@@ -1,10 +1,11 @@
+import GateCore
+import Plumbing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import GateCore
-import Plumbing
 
 /// The sender half of `sd_notify(3)`: `READY=1`, `STATUS=…`, `RELOADING=1`,
 /// `WATCHDOG=1`, `STOPPING=1` as datagrams to `$NOTIFY_SOCKET`.
@@ -84,7 +85,9 @@ public final class SystemdNotifier: Sendable {
     /// `$WATCHDOG_PID`, when set, must be `pid`: the variables are inherited by
     /// children, which must not take the watchdog for their own.
     public static func watchdogInterval(environment: [String: String], pid: Int32) -> Duration? {
-        guard let text = environment["WATCHDOG_USEC"], let microseconds = UInt64(text), microseconds > 0 else { return nil }
+        guard let text = environment["WATCHDOG_USEC"], let microseconds = UInt64(text), microseconds > 0 else {
+            return nil
+        }
         if let owner = environment["WATCHDOG_PID"], Int32(owner) != pid { return nil }
         return .microseconds(Int64(clamping: microseconds)) / 2
     }
