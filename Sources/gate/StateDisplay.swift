@@ -23,7 +23,11 @@ final class StateDisplay: Sendable {
     let mode: Mode
     private let start = MonotonicClock.now()
     private let line = Mutex(Line())
-    private let ticker = Mutex<Task<Void, Never>?>(nil)
+    /// Stops the live line's ticker. A closure rather than the `Task` itself: a stored
+    /// `Task<Void, Never>?` is destroyed through its generic metadata, whose first use
+    /// has the Swift runtime search every conformance record of the binary for
+    /// `Never: Error`, at the end of every `gate open`.
+    private let stopTicker = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(mode: Mode) {
         self.mode = mode
@@ -34,12 +38,12 @@ final class StateDisplay: Sendable {
                     self?.redraw()
                 }
             }
-            ticker.withLock { $0 = task }
+            stopTicker.withLock { $0 = { task.cancel() } }
         }
     }
 
     deinit {
-        ticker.withLock { $0?.cancel() }
+        stopTicker.withLock { $0?() }
     }
 
     func show(_ state: GateState, adapter: AdapterKind?) {
@@ -67,7 +71,7 @@ final class StateDisplay: Sendable {
 
     /// Stops the live line so that the result starts on a fresh one.
     func finish() {
-        ticker.withLock { $0?.cancel() }
+        stopTicker.withLock { $0?() }
         line.withLock { line in
             if line.open {
                 Terminal.write("\r\u{1B}[2K")

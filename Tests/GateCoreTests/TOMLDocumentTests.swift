@@ -53,6 +53,25 @@ struct TOMLDocumentTests {
         #expect(TOMLDocument.displayKey(document.entries[1].path) == "a.b.\"c.d\"")
     }
 
+    /// Redefinitions are found by path, not by how the path is spelled: a quoted part
+    /// holding `.` or `:` is one part, never the same key as a dotted path.
+    @Test func quotedPartsAreNotDottedPaths() throws {
+        let document = try TOMLDocument(
+            parsing: """
+                "a.b" = 1
+                a.b = 2
+                "1:a" = 3
+                1.a = 4
+                ["c.d"]
+                [c.d]
+                """
+        )
+        #expect(document.entries.map(\.path) == [["a.b"], ["a", "b"], ["1:a"], ["1", "a"]])
+        #expect(document.tables.map(\.path) == [["c.d"], ["c", "d"]])
+        #expect(syntaxError("\"a.b\" = 1\n\"a.b\" = 2\n")?.line == 2)
+        #expect(syntaxError("[\"1:a\"]\n[\"1:a\"]\n")?.line == 2)
+    }
+
     @Test func crlfLineEndingsAndByteOrderMark() throws {
         let document = try TOMLDocument(parsing: "\u{FEFF}[udp]\r\nport = 1\r\n")
         #expect(value(document, ["udp", "port"]) == .integer(1))

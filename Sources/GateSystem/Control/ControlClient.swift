@@ -61,7 +61,30 @@ public enum ControlClient {
             )
             return .openDirectly("\(path) is not a socket")
         }
-        return await withCheckedContinuation { continuation in
+        return await handOver(
+            opening,
+            path: path,
+            paths: paths,
+            limit: limit,
+            logger: logger,
+            onStateChange: onStateChange
+        )
+    }
+
+    /// Apart from `open`, which returns at once without a socket: the continuation's
+    /// type needs `Never: Error`, which the Swift runtime looks up on first use by
+    /// searching every conformance record of the binary; in `open` that was done at
+    /// the start of every `gate open`, daemon or not.
+    @inline(never)
+    private static func handOver(
+        _ opening: ControlOpening,
+        path: String,
+        paths: RuntimePaths,
+        limit: Duration,
+        logger: Logger,
+        onStateChange: @escaping @Sendable (GateState, AdapterKind?) -> Void
+    ) async -> Handover {
+        await withCheckedContinuation { continuation in
             let failure = OSThread.detach {
                 continuation.resume(
                     returning: exchange(

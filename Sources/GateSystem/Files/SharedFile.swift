@@ -157,27 +157,32 @@ public enum SharedFile {
     }
 
     /// The whole file, if it is at most `limit` bytes.
-    public static func read(_ path: String, limit: Int) -> Result<[UInt8], SharedFileError> {
+    ///
+    /// Throws rather than returning a `Result`: the status file is read before every
+    /// trigger, and destroying a `Result` there had the Swift runtime build its generic
+    /// metadata, searching every conformance record of the binary for the error's
+    /// `Error` conformance.
+    public static func read(_ path: String, limit: Int) throws(SharedFileError) -> [UInt8] {
         let fd: Int32
         switch open(path, access: .readOnly) {
         case .success(let opened): fd = opened
-        case .failure(let error): return .failure(error)
+        case .failure(let error): throw error
         }
         defer { close(fd) }
         var info = stat()
         if fstat(fd, &info) == 0, Int(info.st_size) > limit {
-            return .failure(SharedFileError(path: path, problem: .tooLarge(limit: limit)))
+            throw SharedFileError(path: path, problem: .tooLarge(limit: limit))
         }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: min(limit + 1, 16 * 1024))
         while true {
             let count = retryingOnInterrupt { Glibc.read(fd, &chunk, chunk.count) }
             if count < 0 {
-                return .failure(SharedFileError(path: path, problem: .system(SystemError("read"))))
+                throw SharedFileError(path: path, problem: .system(SystemError("read")))
             }
-            if count == 0 { return .success(bytes) }
+            if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
-            if bytes.count > limit { return .failure(SharedFileError(path: path, problem: .tooLarge(limit: limit))) }
+            if bytes.count > limit { throw SharedFileError(path: path, problem: .tooLarge(limit: limit)) }
         }
     }
 

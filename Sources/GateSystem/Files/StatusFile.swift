@@ -22,13 +22,11 @@ public enum StatusFile {
     /// The record as written; `nil` when there is no file yet or it holds no valid
     /// record; an error when the file cannot be used (not a regular file, too large…).
     public static func load(_ path: String) -> Result<StatusRecord?, SharedFileError> {
-        switch SharedFile.read(path, limit: limit) {
-        case .success(let bytes):
+        do throws(SharedFileError) {
+            let bytes = try SharedFile.read(path, limit: limit)
             return .success(JSONValue.parse(bytes).flatMap(StatusRecord.init(json:)))
-        case .failure(let error) where error.problem == .missing:
-            return .success(nil)
-        case .failure(let error):
-            return .failure(error)
+        } catch {
+            return error.problem == .missing ? .success(nil) : .failure(error)
         }
     }
 

@@ -81,16 +81,15 @@ public struct OpeningPipeline: Sendable {
             MQTTAdapter.prepareLibrary()
         }
         let recorder: OpeningRecorder
-        switch OpeningRecorder.begin(
-            paths: paths,
-            source: request.source,
-            runtime: config.runtime,
-            force: request.force,
-            logger: logger
-        ) {
-        case .success(let taken):
-            recorder = taken
-        case .failure(let refusal):
+        do throws(OpeningRecorder.Refusal) {
+            recorder = try OpeningRecorder.begin(
+                paths: paths,
+                source: request.source,
+                runtime: config.runtime,
+                force: request.force,
+                logger: logger
+            )
+        } catch let refusal {
             logger.notice("opening refused", metadata: ["reason": "\(refusal.message)"])
             let error: GateKeeperError
             switch refusal {
@@ -151,7 +150,10 @@ public struct OpeningPipeline: Sendable {
         var pending = machine.handle(.start(at: openingStart))
         var attemptNumber = 0
         var running:
-            (number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel, timer: Task<Void, Never>)?
+            (
+                number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel,
+                stopTimer: @Sendable () -> Void
+            )?
         var iterator = inputs.makeAsyncIterator()
 
         while true {
@@ -178,12 +180,12 @@ public struct OpeningPipeline: Sendable {
                             permit: permit,
                             inputs: continuation,
                             clock: clock
-                        )
+                        ).cancel
                     )
                 case .stopAdapter(let kind):
                     if let current = running, current.kind == kind {
                         permit.close(attempt: current.number)
-                        current.timer.cancel()
+                        current.stopTimer()
                         current.cancel()
                         running = nil
                     }
@@ -200,7 +202,7 @@ public struct OpeningPipeline: Sendable {
                 case .finished(let result, let resetAt):
                     if let current = running {
                         permit.close(attempt: current.number)
-                        current.timer.cancel()
+                        current.stopTimer()
                         current.cancel()
                     }
                     return (result, resetAt.map { $0.duration(since: clock.now()) })
@@ -255,7 +257,15 @@ public struct OpeningPipeline: Sendable {
     /// link): recorded as an opening with source `elsewhere` under the same lock,
     /// status file and history. Holding the returned recorder holds the lock.
     public func beginElsewhere(config: GateConfig) -> Result<OpeningRecorder, OpeningRecorder.Refusal> {
-        OpeningRecorder.begin(paths: paths, source: "elsewhere", runtime: config.runtime, force: true, logger: logger)
+        Result { () throws(OpeningRecorder.Refusal) in
+            try OpeningRecorder.begin(
+                paths: paths,
+                source: "elsewhere",
+                runtime: config.runtime,
+                force: true,
+                logger: logger
+            )
+        }
     }
 
     /// What an attempt that ended without its last word amounts to: it sent nothing,

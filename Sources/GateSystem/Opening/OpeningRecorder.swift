@@ -64,25 +64,29 @@ public final class OpeningRecorder: Sendable {
     }
 
     /// Takes the lock and checks the cooldown (unless `force`; the lock is never skipped).
+    ///
+    /// Throws rather than returning a `Result`: this runs before every trigger, and
+    /// destroying a `Result` there had the Swift runtime build its generic metadata,
+    /// searching every conformance record of the binary for `Refusal`'s `Error`.
     public static func begin(
         paths: RuntimePaths,
         source: String,
         runtime: RuntimeConfig,
         force: Bool,
         logger: Logger
-    ) -> Result<OpeningRecorder, Refusal> {
+    ) throws(Refusal) -> OpeningRecorder {
         if case .failure(let error) = paths.prepare() {
-            return .failure(.unavailable(error.message))
+            throw .unavailable(error.message)
         }
         let pid = getpid()
         let acquisition: OpeningLock.Acquisition
         switch OpeningLock.acquire(path: paths.lockFile, pid: pid, source: source, since: WallClock.iso8601()) {
         case .success(let result): acquisition = result
-        case .failure(let error): return .failure(.unavailable("cannot take the opening lock: \(error)"))
+        case .failure(let error): throw .unavailable("cannot take the opening lock: \(error)")
         }
         switch acquisition {
         case .held(let holder):
-            return .failure(.inProgress(holder))
+            throw .inProgress(holder)
         case .acquired(let lock):
             let lastEnd = lock.previous?.cooldownStart.map(MonotonicInstant.init(nanoseconds:))
             let verdict = Cooldown.check(
@@ -92,21 +96,19 @@ public final class OpeningRecorder: Sendable {
             )
             switch verdict {
             case .wait(let left) where !force:
-                return .failure(.cooldown(left: left))
+                throw .cooldown(left: left)
             case .wait(let left):
                 logger.notice("cooldown skipped with --force", metadata: ["left_ms": "\(left.milliseconds)"])
             case .clear:
                 break
             }
-            return .success(
-                OpeningRecorder(
-                    paths: paths,
-                    lock: lock,
-                    source: source,
-                    pid: pid,
-                    resetDelay: runtime.resetDelay,
-                    logger: logger
-                )
+            return OpeningRecorder(
+                paths: paths,
+                lock: lock,
+                source: source,
+                pid: pid,
+                resetDelay: runtime.resetDelay,
+                logger: logger
             )
         }
     }
