@@ -91,4 +91,46 @@ struct BrokerACLTests {
         #expect(broker.logText.contains("Denied PUBLISH from"), "\(broker.logText)")
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
+
+    @Test("deploy/mosquitto/gate.conf loads in the real mosquitto and the broker runs (a misspelt key would stop it)")
+    func brokerConfigurationLoads() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gate-mosquitto-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let passwords = folder.appendingPathComponent("gate.passwd").path
+        let passwd = try MosquittoBroker.runTool(
+            "/usr/bin/mosquitto_passwd",
+            ["-c", "-b", passwords, "gate", "gate-pw"]
+        )
+        #expect(passwd.status == 0, "\(passwd.stderr)")
+        let acl = folder.appendingPathComponent("gate.acl").path
+        try FileManager.default.copyItem(atPath: try Deploy.file("mosquitto/gate.acl").path, toPath: acl)
+        let port = try LoopbackSocket(.tcp).port
+        // The shipped file as it is, but for where its files are and the port: a test
+        // broker on loopback, as root (mosquitto drops to its own user otherwise).
+        let shipped = try String(contentsOf: Deploy.file("mosquitto/gate.conf"), encoding: .utf8)
+        let config =
+            shipped
+            .replacingOccurrences(of: "/etc/mosquitto/gate.passwd", with: passwords)
+            .replacingOccurrences(of: "/etc/mosquitto/gate.acl", with: acl)
+            .replacingOccurrences(of: "listener 1883", with: "listener \(port) 127.0.0.1")
+            + "user root\n"
+        #expect(config != shipped + "user root\n", "the paths or the listener of gate.conf changed: update this test")
+        let path = folder.appendingPathComponent("gate.conf")
+        try config.write(to: path, atomically: true, encoding: .utf8)
+        let log = folder.appendingPathComponent("mosquitto.log")
+        let broker = try MosquittoBroker.Child(
+            MosquittoBroker.mosquitto,
+            ["-c", path.path],
+            stdout: log,
+            stderr: log,
+            watchdog: true
+        )
+        let exited = broker.waitForExit(within: .seconds(2))
+        broker.terminate(grace: .seconds(2))
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(!exited, "mosquitto stopped on deploy/mosquitto/gate.conf: \(text)")
+    }
 }
