@@ -102,6 +102,15 @@ wait_for_start() {
 #                              longer has are ignored (--no-warn-symbol-ordering).
 #                              GATE_NO_SYMBOL_ORDER=1 builds without the list; so
 #                              does a scratch folder that has none yet.
+#   -disable-concrete-type-metadata-mangled-name-accessors
+#                              code asks for a concrete generic type's metadata
+#                              (`[String: String]`'s storage, a Logging box) through
+#                              its accessor, with the conformances it needs passed
+#                              in, instead of a mangled name that the runtime
+#                              demangles on first use and checks by walking the
+#                              binary's 4,261 conformance records. Every start made
+#                              about twenty such first uses: 0.6 ms of each `gate
+#                              open` over UDP and over MQTT (docs/PERFORMANCE.md).
 # The linker finds libstdc++.a through a one-line linker script named
 # libstdc++.so in a folder searched before the compiler's own.
 set_release_build() {
@@ -114,7 +123,8 @@ set_release_build() {
     RELEASE_BUILD=(swift build -c release --static-swift-stdlib --disable-local-rpath --scratch-path "$scratch"
         -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc "-L$(cd "$scratch" && pwd)/static-libstdc++"
         -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic
-        -Xswiftc -Xfrontend -Xswiftc -function-sections)
+        -Xswiftc -Xfrontend -Xswiftc -function-sections
+        -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors)
     local order
     order="$(cd "$scratch" && pwd)/symbol-order.txt"
     if [ -z "${GATE_NO_SYMBOL_ORDER:-}" ] && [ -f "$order" ]; then
