@@ -307,6 +307,62 @@ extension DaemonTests {
             #expect(try sim.activations().isEmpty, "the client never triggers an opening it handed over")
         }
 
+        @Test(
+            "A daemon that stops with this opening still in its queue, never taken: the client opens by itself, once"
+        )
+        func stoppedWithOpeningQueued() throws {
+            let sim = try Simulator(["--hold-ms", "100"])
+            let config = try TestConfig.udp(host: sim.udpHost, port: sim.udpPort, extra: "[runtime]\ncooldown = 0")
+            let environment = GateRunner.isolatedEnvironment()
+            let runtime = environment["GATE_RUNTIME_DIR"]!
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+            let logFile = runtime + "/listener.log"
+            // A daemon stopping between the client's connect and its accept(2): the
+            // connection and the request wait in the listening socket's queue, then the
+            // listening socket is closed with them still there. The kernel resets such a
+            // connection; the request was never read, so nothing can have been started.
+            let script = """
+                import select, socket, sys, time
+                path, log = sys.argv[1], sys.argv[2]
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.bind(path)
+                s.listen(8)
+                open(log, "a").write("listening\\n")
+                select.select([s], [], [])
+                time.sleep(0.5)
+                s.close()
+                open(log, "a").write("closed with a connection queued\\n")
+                time.sleep(60)
+                """
+            let listener = try MosquittoBroker.Child(
+                "/usr/bin/python3",
+                ["-c", script, runtime + "/control.sock", logFile],
+                stdout: nil,
+                stderr: nil,
+                watchdog: true
+            )
+            defer { listener.terminate(grace: .seconds(1)) }
+            #expect(
+                waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true }
+            )
+
+            let run = try GateRunner.run(
+                ["open", "--config", config.path, "--json", "--log-level", "debug"],
+                environment: environment
+            )
+            #expect(run.status == 0, "\(run.summary)")
+            #expect(
+                (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("closed with a connection queued")
+                    == true
+            )
+            #expect(
+                run.stderr.contains("opening handed to the daemon")
+                    && run.stderr.contains("before reading the request"),
+                "the request was sent, then the connection reset: \(run.stderr)"
+            )
+            #expect(try sim.activations().count == 1)
+        }
+
         @Test("A stale socket left by a SIGKILLed daemon: gate open opens by itself, and the next daemon replaces it")
         func staleSocket() throws {
             let sim = try Simulator(["--hold-ms", "100"])

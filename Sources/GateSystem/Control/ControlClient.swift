@@ -207,6 +207,17 @@ public enum ControlClient {
                 return lost("sent a line longer than the protocol allows")
             case .timedOut:
                 return lost("gave no result within \(limit.humanReadable)")
+            case .failed(let error) where error.code == ECONNRESET && !accepted:
+                // A Unix stream socket is reset only when its peer goes away with
+                // data it never read, or never took the connection off the listening
+                // socket's queue (a daemon stopping between our connect and its
+                // accept): our request, the only thing we send, was not read, so
+                // nothing was started for it, now or later.
+                logger.info(
+                    "the daemon (pid \(peer.pid)) stopped before reading the request; opening directly",
+                    metadata: ["socket": "\(path)"]
+                )
+                return .openDirectly("the daemon on \(path) stopped before reading the request (\(error))")
             case .failed(let error):
                 return lost("could not be read from (\(error))")
             }
