@@ -12,6 +12,7 @@ struct DoctorCommand: ParsableCommand {
               config         the configuration is found and valid
               runtime        the runtime folder is writable, its lock readable and writable
               state          the state folder (history) is writable or can be made
+              daemon         which daemon, if any, serves the runtime folder's control socket
               udp            the ESP32's address is on-link or loopback
               mqtt-password  the MQTT password is found (never shown)
               mqtt-tcp       the broker accepts a TCP connection
@@ -19,6 +20,8 @@ struct DoctorCommand: ParsableCommand {
               gpio           the button's GPIO line can be requested (with [button])
               homeassistant  the broker accepts the subscription to HA's command topic
                              (with [homeassistant])
+              notify         a notification server answers on the session bus (with
+                             [notify]; asked its name, shown nothing)
 
             The GPIO line is released at once; a line held by a running `gate daemon` \
             counts as working. A /run/gate that exists but that this account cannot write \

@@ -299,4 +299,27 @@ struct DoctorVerdictTests {
         #expect(hostile.failed && hostile.detail.contains("uid 1001 (pid 77)"), "\(hostile.detail)")
         #expect(DoctorReport(findings: [hostile]).exitStatus == 69)
     }
+
+    @Test(
+        "Notify: the server named with its version and vendor once; no bus, no server and a failed call each fail with their own fix"
+    )
+    func notify() {
+        let file = "/home/alice/.config/gate/gate.toml"
+        let dunst = DoctorVerdict.notify(.server(name: "dunst", vendor: "knopwob", version: "1.9.0"), file: file)
+        #expect(!dunst.failed)
+        #expect(dunst.detail.contains("the notification server dunst 1.9.0 (knopwob) answers"), "\(dunst.detail)")
+        let plain = DoctorVerdict.notify(.server(name: "mako", vendor: "mako", version: ""), file: file)
+        #expect(plain.detail.contains("the notification server mako answers"), "\(plain.detail)")
+
+        let noBus = DoctorVerdict.notify(.noSessionBus, file: file)
+        #expect(noBus.failed && noBus.detail.contains("[notify] is set in \(file)"), "\(noBus.detail)")
+        #expect(noBus.fix?.contains("systemctl --user enable --now gate-user.service") == true)
+        let noServer = DoctorVerdict.notify(.noServer, file: file)
+        #expect(noServer.failed && noServer.detail.contains("org.freedesktop.Notifications"))
+        #expect(noServer.fix?.contains("remove [notify] from \(file)") == true)
+        let failed = DoctorVerdict.notify(.failed(why: "GetServerInformation: Timeout"), file: file)
+        #expect(failed.failed && failed.detail.hasSuffix("cannot be asked: GetServerInformation: Timeout"))
+        #expect(failed.fix?.contains("remove [notify] from \(file)") == true)
+        #expect(DoctorReport(findings: [noBus, dunst]).exitStatus == 69)
+    }
 }

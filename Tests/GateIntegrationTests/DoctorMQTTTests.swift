@@ -58,6 +58,7 @@ struct DoctorMQTTTests {
             doctor.statuses == [
                 "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok",
                 "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
+                "notify": "skip",
             ],
             "\(doctor.run.summary)"
         )

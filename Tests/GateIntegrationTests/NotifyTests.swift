@@ -181,6 +181,45 @@ struct NotifyTests {
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 
+    @Test(
+        "gate doctor asks the session bus for the notification server [notify] needs: names dunst, then says it is gone, and shows nothing"
+    )
+    func doctorNamesServer() throws {
+        let session = try SecretSession(notificationServer: true)
+        let sim = try Simulator(["--hold-ms", "100"])
+        let config = try TestConfig.udp(host: sim.udpHost, port: sim.udpPort, extra: "[notify]\n")
+        let served = try DoctorOutcome.run(config: config.path, environment: session.environment())
+        #expect(served.run.status == 0, "\(served.run.summary)\n\(session.log)")
+        #expect(served["notify"].status == "ok", "\(served.run.summary)")
+        #expect(served["notify"].detail.contains("the notification server dunst"), "\(served["notify"].detail)")
+        try session.closeAllNotifications()
+        #expect(try session.notificationHistory().isEmpty, "the doctor showed a notification")
+
+        try session.stopNotificationServer()
+        let gone = try DoctorOutcome.run(config: config.path, environment: session.environment())
+        #expect(gone.run.status == 69, "\(gone.run.summary)")
+        #expect(gone["notify"].status == "fail")
+        // Nobody owns the name now; the bus may try to start dunst from its activation
+        // file (no display there: it dies), or say that nobody can: either way named.
+        #expect(gone["notify"].detail.contains("org.freedesktop.Notifications"), "\(gone["notify"].detail)")
+        #expect(gone["notify"].fix?.contains("remove [notify] from \(config.path)") == true, "\(gone["notify"])")
+
+        let noBus = try DoctorOutcome.run(config: config.path)
+        #expect(noBus.run.status == 69, "\(noBus.run.summary)")
+        #expect(noBus["notify"].status == "fail")
+        #expect(noBus["notify"].detail.contains("there is no D-Bus session bus here"), "\(noBus["notify"].detail)")
+        #expect(noBus["notify"].fix?.contains("gate-user.service") == true, "\(noBus["notify"])")
+
+        let without = try DoctorOutcome.run(
+            config: try TestConfig.udp(host: sim.udpHost, port: sim.udpPort).path,
+            environment: session.environment()
+        )
+        #expect(without.run.status == 0, "\(without.run.summary)")
+        #expect(without["notify"].status == "skip")
+        #expect(without["notify"].detail.contains("no [notify] table"))
+        #expect(try sim.activations().isEmpty, "the doctor sent something to the ESP32")
+    }
+
     @Test("CSDBus's hand-written prototypes match the real sd-bus header")
     func shimMatchesHeader() throws {
         let shim = packageRoot.appendingPathComponent("Sources/CSDBus/shim.h").path

@@ -11,6 +11,8 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case mqttConnect = "mqtt-connect"
     case gpio
     case homeassistant
+    /// The desktop notification server on the session bus, for `[notify]` (SPEC §10).
+    case notify
 }
 
 /// What one check found.

@@ -97,6 +97,27 @@ public final class DesktopNotifications: Sendable {
     }
 }
 
+extension DesktopNotifications {
+    /// Asks the session bus for the notification server (`GetServerInformation`), on
+    /// a connection of its own: what `gate doctor` says about `[notify]`. Blocking,
+    /// at most `callTimeoutMicroseconds`; shows nothing.
+    public func serverFacts() -> NotifyFacts {
+        if unavailability != nil { return .noSessionBus }
+        let api: SDBusAPI
+        switch SDBusLibrary.loaded {
+        case .success(let loaded): api = loaded
+        case .failure(let failure): return .failed(why: failure.description)
+        }
+        let bus: SessionBusConnection
+        do throws(DesktopNotificationFailure) {
+            bus = try SessionBusConnection(api: api)
+        } catch {
+            return .failed(why: error.description)
+        }
+        return bus.serverFacts()
+    }
+}
+
 /// Owns one `sd_bus *` (a connection to the user's session bus). Not thread-safe, as
 /// sd-bus is not: `DesktopNotifications` uses it under its lock only.
 final class SessionBusConnection {
@@ -123,14 +144,7 @@ final class SessionBusConnection {
     /// a{sv} hints, i expire_timeout) -> u id`, with the hint `urgency` (a byte).
     func notify(_ notice: NotificationMachine.Notice) -> Result<UInt32, DesktopNotificationFailure> {
         var created: OpaquePointer?
-        var code = api.sd_bus_message_new_method_call(
-            bus,
-            &created,
-            "org.freedesktop.Notifications",
-            "/org/freedesktop/Notifications",
-            "org.freedesktop.Notifications",
-            "Notify"
-        )
+        var code = newCall("Notify", &created)
         guard code >= 0, let message = created else { return Self.failure("sd_bus_message_new_method_call", code) }
         defer { _ = api.sd_bus_message_unref(message) }
 
@@ -159,31 +173,82 @@ final class SessionBusConnection {
             if code < 0 { return Self.failure("sd_bus_message_append", code) }
         }
 
-        var error = sd_bus_error()
-        var reply: OpaquePointer?
-        code = api.sd_bus_call(bus, message, DesktopNotifications.callTimeoutMicroseconds, &error, &reply)
-        defer {
-            api.sd_bus_error_free(&error)
-            if let reply { _ = api.sd_bus_message_unref(reply) }
+        let reply: OpaquePointer
+        switch call(message) {
+        case .success(let answered): reply = answered
+        case .failure(let failure):
+            let advice = failure.serviceUnknown ? " (no notification server runs in this session)" : ""
+            return .failure(.failed("cannot show a desktop notification: Notify: \(failure.words)\(advice)"))
         }
-        guard code >= 0, let reply else {
-            let name = error.name.map { String(cString: $0) }
-            let words = error.message.map { String(cString: $0) }
-            let detail = [name, words].compactMap { $0 }.joined(separator: ": ")
-            let advice =
-                name == "org.freedesktop.DBus.Error.ServiceUnknown"
-                ? " (no notification server runs in this session)" : ""
-            return .failure(
-                .failed(
-                    "cannot show a desktop notification: Notify: "
-                        + (detail.isEmpty ? SystemError.text(for: -code) : detail) + advice
-                )
-            )
-        }
+        defer { _ = api.sd_bus_message_unref(reply) }
         var id: UInt32 = 0
         code = api.sd_bus_message_read_basic(reply, type("u"), &id)
         guard code > 0 else { return Self.failure("sd_bus_message_read_basic", code) }
         return .success(id)
+    }
+
+    /// `GetServerInformation() -> (s name, s vendor, s version, s spec_version)`.
+    func serverFacts() -> NotifyFacts {
+        var created: OpaquePointer?
+        let code = newCall("GetServerInformation", &created)
+        guard code >= 0, let message = created else {
+            return .failed(why: "sd_bus_message_new_method_call: \(SystemError.text(for: -code))")
+        }
+        defer { _ = api.sd_bus_message_unref(message) }
+        let reply: OpaquePointer
+        switch call(message) {
+        case .success(let answered): reply = answered
+        case .failure(let failure) where failure.serviceUnknown: return .noServer
+        case .failure(let failure): return .failed(why: "GetServerInformation: \(failure.words)")
+        }
+        defer { _ = api.sd_bus_message_unref(reply) }
+        var texts: [String] = []
+        for _ in 0..<3 {
+            var text: UnsafePointer<CChar>?
+            let read = api.sd_bus_message_read_basic(reply, CChar(bitPattern: UInt8(ascii: "s")), &text)
+            guard read > 0, let text else {
+                return .failed(
+                    why: "GetServerInformation: an answer outside the specification (sd_bus_message_read_basic: "
+                        + "\(read < 0 ? SystemError.text(for: -read) : "fewer than three strings"))"
+                )
+            }
+            texts.append(SafeText.escaped(String(cString: text)))
+        }
+        return .server(name: texts[0], vendor: texts[1], version: texts[2])
+    }
+
+    private func newCall(_ member: String, _ created: inout OpaquePointer?) -> Int32 {
+        api.sd_bus_message_new_method_call(
+            bus,
+            &created,
+            "org.freedesktop.Notifications",
+            "/org/freedesktop/Notifications",
+            "org.freedesktop.Notifications",
+            member
+        )
+    }
+
+    /// Why a method call failed: the D-Bus error's name and words, or the errno's.
+    struct CallFailure: Error {
+        var name: String?
+        var words: String
+        var serviceUnknown: Bool { name == "org.freedesktop.DBus.Error.ServiceUnknown" }
+    }
+
+    /// Sends `message` and waits for the reply (which the caller unrefs).
+    private func call(_ message: OpaquePointer) -> Result<OpaquePointer, CallFailure> {
+        var error = sd_bus_error()
+        defer { api.sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        let code = api.sd_bus_call(bus, message, DesktopNotifications.callTimeoutMicroseconds, &error, &reply)
+        guard code >= 0, let reply else {
+            if let reply { _ = api.sd_bus_message_unref(reply) }
+            let name = error.name.map { String(cString: $0) }
+            let words = error.message.map { String(cString: $0) }
+            let detail = [name, words].compactMap { $0 }.joined(separator: ": ")
+            return .failure(CallFailure(name: name, words: detail.isEmpty ? SystemError.text(for: -code) : detail))
+        }
+        return .success(reply)
     }
 
     private static func failure(_ call: String, _ code: Int32) -> Result<UInt32, DesktopNotificationFailure> {

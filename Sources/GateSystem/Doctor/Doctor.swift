@@ -31,7 +31,7 @@ public enum Doctor {
 
         guard let (config, file) = loaded else {
             let why = "not checked: no valid configuration"
-            for check in [DoctorCheck.udp, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant] {
+            for check in [DoctorCheck.udp, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify] {
                 findings.append(.skip(check, why))
             }
             return DoctorReport(findings: findings)
@@ -60,6 +60,13 @@ public enum Doctor {
             findings.append(.skip(.gpio, "no [button] table: this host reads no push button"))
         }
         findings.append(homeAssistant)
+        if config.notify != nil {
+            let facts = DesktopNotifications(environment: environment).serverFacts()
+            logger.debug("doctor: notify", metadata: ["facts": "\(facts)"])
+            findings.append(DoctorVerdict.notify(facts, file: file))
+        } else {
+            findings.append(.skip(.notify, "no [notify] table: the daemon shows no desktop notifications"))
+        }
         return DoctorReport(findings: findings)
     }
 
