@@ -1,5 +1,6 @@
 import GateCore
 import Logging
+import Plumbing
 
 /// The one place adapters are built, for every opener.
 public struct AdapterFactory: Sendable {
@@ -38,7 +39,13 @@ public struct AdapterFactory: Sendable {
         ])
     }
 
-    func make(_ kind: AdapterKind, config: GateConfig, selection: AdapterSelection, logger: Logger) -> any GateAdapter {
+    func make(
+        _ kind: AdapterKind,
+        config: GateConfig,
+        selection: AdapterSelection,
+        logger: Logger,
+        standby: OSThread.Standby? = nil
+    ) -> any GateAdapter {
         if let custom { return custom(kind) }
         switch kind {
         case .udp:
@@ -56,7 +63,13 @@ public struct AdapterFactory: Sendable {
             guard let mqtt = config.mqtt else {
                 return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
             }
-            let cold = MQTTAdapter(config: mqtt, credentials: credentials, logger: logger, tcpFirst: longLived)
+            let cold = MQTTAdapter(
+                config: mqtt,
+                credentials: credentials,
+                logger: logger,
+                tcpFirst: longLived,
+                standby: standby
+            )
             // A link made for another configuration (a reload is under way) is not used.
             if let link = link(), link.config == mqtt {
                 return WarmMQTTAdapter(link: link, cold: cold, logger: logger)

@@ -25,18 +25,30 @@ public struct MQTTAdapter: GateAdapter {
     /// minutes) on a broker that drops packets. For the daemon: a `gate open` process
     /// ends with its opening and takes such a thread with it, and spares the round trip.
     let tcpFirst: Bool
+    /// The thread that loaded libmosquitto for this opening: the exchange runs there.
+    let standby: OSThread.Standby?
 
-    public init(config: MQTTConfig, credentials: CredentialLookup, logger: Logger, tcpFirst: Bool = false) {
+    public init(
+        config: MQTTConfig,
+        credentials: CredentialLookup,
+        logger: Logger,
+        tcpFirst: Bool = false,
+        standby: OSThread.Standby? = nil
+    ) {
         self.config = config
         self.credentials = credentials
         self.logger = logger
         self.tcpFirst = tcpFirst
+        self.standby = standby
     }
 
-    /// Starts loading libmosquitto on a thread of its own, for an opening whose first
-    /// adapter is MQTT; the exchange's first call waits for it if it is not done.
-    static func prepareLibrary() {
-        OSThread.detach { _ = MosquittoLibrary.load() }
+    /// Starts the thread that will run the exchange of an opening whose first adapter
+    /// is MQTT, loading libmosquitto (with libssl and libcrypto) while the lock is taken
+    /// and the status written. The load holds glibc's thread creation: were the
+    /// exchange to start a thread of its own meanwhile, it would wait for the whole
+    /// load before its first step. Loading sends nothing. Nil if no thread can start.
+    static func standbyThread() -> OSThread.Standby? {
+        try? OSThread.Standby { _ = MosquittoLibrary.load() }
     }
 
     public func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
@@ -55,10 +67,14 @@ public struct MQTTAdapter: GateAdapter {
             ticket: ticket,
             tcpFirst: tcpFirst
         )
-        if let failure = OSThread.detach({
+        let job: @Sendable () -> Void = {
             exchange.run(wake: wake)
             ticket.finish()
-        }) {
+        }
+        if standby?.run(job) == true {
+            return AttemptCancel { wake.signal() }
+        }
+        if let failure = OSThread.detach(job) {
             ticket.report(
                 .unreachable("cannot start the MQTT exchange: \(SystemError("pthread_create", code: failure))")
             )

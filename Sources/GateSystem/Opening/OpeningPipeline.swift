@@ -75,11 +75,12 @@ public struct OpeningPipeline: Sendable {
                 explanation: Withholding.relayActive.description
             )
         }
-        if config.mqtt != nil, request.selection == .mqtt || (request.selection == .auto && config.udp == nil) {
-            // MQTT goes first: its library (with libssl and libcrypto) loads while the
-            // lock is taken and the status written, instead of after. Loading sends nothing.
-            MQTTAdapter.prepareLibrary()
-        }
+        // MQTT goes first: the thread of its exchange starts now and loads the library
+        // while the lock is taken and the status written; released unused otherwise.
+        let standby =
+            config.mqtt != nil && (request.selection == .mqtt || (request.selection == .auto && config.udp == nil))
+            ? MQTTAdapter.standbyThread() : nil
+        defer { standby?.release() }
         let recorder: OpeningRecorder
         do throws(OpeningRecorder.Refusal) {
             recorder = try OpeningRecorder.begin(
@@ -107,6 +108,7 @@ public struct OpeningPipeline: Sendable {
         let result = await run(
             config: config,
             selection: request.selection,
+            standby: standby,
             recorder: recorder,
             logger: logger,
             onStateChange: onStateChange
@@ -118,6 +120,7 @@ public struct OpeningPipeline: Sendable {
     private func run(
         config: GateConfig,
         selection: AdapterSelection,
+        standby: OSThread.Standby?,
         recorder: OpeningRecorder,
         logger: Logger,
         onStateChange: (GateState, AdapterKind?) -> Void
@@ -169,9 +172,13 @@ public struct OpeningPipeline: Sendable {
                         permit: permit,
                         inputs: continuation
                     )
-                    let cancel = adapters.make(kind, config: config, selection: selection, logger: logger).attempt(
-                        ticket
-                    )
+                    let cancel = adapters.make(
+                        kind,
+                        config: config,
+                        selection: selection,
+                        logger: logger,
+                        standby: standby
+                    ).attempt(ticket)
                     running = (
                         attemptNumber, kind, ticket, cancel,
                         Self.overdueTimer(
