@@ -1,6 +1,7 @@
 import GateCore
 import GateSystem
 import Logging
+import Plumbing
 
 #if canImport(Glibc)
 import Glibc
@@ -17,6 +18,9 @@ struct OpenRequest: Equatable {
     var direct: Bool = false
     var config: String?
     var logLevel: Logger.Level
+
+    /// How long the process waits at its end for its MQTT session's DISCONNECT.
+    static let sessionEndGrace: UInt64 = 250_000_000
 
     /// Runs the opening; returns the exit status (docs/CONTRACT.md#exit-codes).
     func perform() async -> Int32 {
@@ -76,11 +80,8 @@ struct OpenRequest: Equatable {
                 logger.debug("opening directly", metadata: ["why": "\(why)"])
             }
         }
-        let pipeline = OpeningPipeline(
-            paths: paths,
-            adapters: AdapterFactory(credentials: AdapterFactory.credentials()),
-            logger: logger
-        )
+        let adapters = AdapterFactory(credentials: AdapterFactory.credentials())
+        let pipeline = OpeningPipeline(paths: paths, adapters: adapters, logger: logger)
         let result = await pipeline.open(
             config: config,
             request: OpeningRequest(source: source, selection: via, force: force)
@@ -88,6 +89,15 @@ struct OpenRequest: Equatable {
             display.show(state, adapter: adapter)
         }
         report(result, display: display, problems: [])
+        // The MQTT exchange sends its DISCONNECT on its own thread as the opening ends;
+        // the process waits for it (a connected session ends within microseconds) rather
+        // than close the socket without a word on exit.
+        if !adapters.sessions.waitUntilNoneOpen(until: MonotonicNanoseconds.now() + Self.sessionEndGrace) {
+            logger.debug(
+                "exiting with the MQTT session still open",
+                metadata: ["sessions": "\(adapters.sessions.count)"]
+            )
+        }
         return result.exitCode
     }
 

@@ -64,6 +64,41 @@ struct GateMQTTTests {
         #expect(activations.first?.via == "mqtt")
     }
 
+    @Test(
+        "--via mqtt ends its session with a DISCONNECT once the cycle is confirmed, not by the process's exit closing the socket",
+        arguments: [false, true]
+    )
+    func disconnectsCleanly(tls: Bool) throws {
+        let broker = try MosquittoBroker(tls ? .tls : .plain)
+        let sim = try Simulator(simMQTT(broker))
+        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker, caFile: broker.caFile)
+        let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
+        #expect(run.status == 0, "\(run.summary)")
+        // mosquitto logs "Client <id> disconnected." for a DISCONNECT packet and
+        // "Client <id> closed its connection." for a socket closed without one.
+        let clientLine = try #require(
+            broker.logText.split(separator: "\n").first {
+                $0.contains("New client connected") && $0.contains(" as gate-")
+            },
+            "gate's client never connected:\n\(broker.logText)"
+        )
+        let clientID = try #require(clientLine.split(separator: " ").last { $0.hasPrefix("gate-") })
+        var ending: Substring?
+        for _ in 0..<100 {
+            ending = broker.logText.split(separator: "\n").first {
+                $0.contains("Client \(clientID) ")
+                    && ($0.contains("disconnected") || $0.contains("closed its connection"))
+            }
+            if ending != nil { break }
+            usleep(50_000)
+        }
+        #expect(
+            ending?.hasSuffix("Client \(clientID) disconnected.") == true,
+            "\(ending ?? "no end")\n\(broker.logText)"
+        )
+        #expect(try sim.activations().count == 1)
+    }
+
     @Test("Nothing listens on UDP: fallback to MQTT at once (ICMP port unreachable)")
     func fallbackWhenUDPClosed() throws {
         let broker = try MosquittoBroker(.plain)

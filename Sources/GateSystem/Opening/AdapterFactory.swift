@@ -11,6 +11,8 @@ public struct AdapterFactory: Sendable {
     let custom: (@Sendable (AdapterKind) -> any GateAdapter)?
     /// The daemon: a process that outlives its openings (see `MQTTAdapter.tcpFirst`).
     let longLived: Bool
+    /// The broker connections of the MQTT adapters made here that are still up.
+    public let sessions = MQTTSessions()
 
     public init(
         credentials: CredentialLookup,
@@ -68,7 +70,8 @@ public struct AdapterFactory: Sendable {
                 credentials: credentials,
                 logger: logger,
                 tcpFirst: longLived,
-                standby: standby
+                standby: standby,
+                sessions: sessions
             )
             // A link made for another configuration (a reload is under way) is not used.
             if let link = link(), link.config == mqtt {

@@ -27,19 +27,23 @@ public struct MQTTAdapter: GateAdapter {
     let tcpFirst: Bool
     /// The thread that loaded libmosquitto for this opening: the exchange runs there.
     let standby: OSThread.Standby?
+    /// Where the exchange counts its connection while it is up.
+    let sessions: MQTTSessions?
 
     public init(
         config: MQTTConfig,
         credentials: CredentialLookup,
         logger: Logger,
         tcpFirst: Bool = false,
-        standby: OSThread.Standby? = nil
+        standby: OSThread.Standby? = nil,
+        sessions: MQTTSessions? = nil
     ) {
         self.config = config
         self.credentials = credentials
         self.logger = logger
         self.tcpFirst = tcpFirst
         self.standby = standby
+        self.sessions = sessions
     }
 
     /// Starts the thread that will run the exchange of an opening whose first adapter
@@ -65,7 +69,8 @@ public struct MQTTAdapter: GateAdapter {
             credentials: credentials,
             logger: logger,
             ticket: ticket,
-            tcpFirst: tcpFirst
+            tcpFirst: tcpFirst,
+            sessions: sessions
         )
         let job: @Sendable () -> Void = {
             exchange.run(wake: wake)
@@ -106,19 +111,22 @@ final class MQTTExchange: Sendable {
     let lastError = Mutex<String?>(nil)
     let client = Mutex<MosquittoClient?>(nil)
     let tcpFirst: Bool
+    let sessions: MQTTSessions?
 
     init(
         config: MQTTConfig,
         credentials: CredentialLookup,
         logger: Logger,
         ticket: AttemptTicket,
-        tcpFirst: Bool = false
+        tcpFirst: Bool = false,
+        sessions: MQTTSessions? = nil
     ) {
         self.topic = MQTTStatusTopic(config: config)
         self.credentials = credentials
         self.logger = logger
         self.ticket = ticket
         self.tcpFirst = tcpFirst
+        self.sessions = sessions
     }
 
     var config: MQTTConfig { topic.config }
@@ -158,6 +166,9 @@ final class MQTTExchange: Sendable {
             fail("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)")
             return
         }
+        sessions?.began()
+        // After the DISCONNECT below, the last statement.
+        defer { sessions?.ended() }
         let lost = runLoop(session, wake: wake)
         let reached = phase.withLock { phase -> Phase in
             defer { phase = .over }
@@ -215,9 +226,9 @@ final class MQTTExchange: Sendable {
         }
     }
 
-    /// The longest the loop waits for the socket before looking at the deadline and
-    /// the wake-up again. Data never waits for it: the socket wakes the loop as soon
-    /// as anything arrives.
+    /// The longest the loop waits before looking at the opening's clock again (a
+    /// test's clock moves by hand). Nothing else waits for it: the socket and the
+    /// wake-up end the wait as soon as anything arrives.
     static let loopSliceMs: Int32 = 20
 
     /// Runs the client's network loop on this thread until the deadline, the wake-up,
@@ -240,7 +251,20 @@ final class MQTTExchange: Sendable {
                 continue
             }
             let remainingMs = Int32(clamping: (ticket.deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            let code = session.loopOnce(timeoutMs: min(remainingMs, Self.loopSliceMs))
+            // The wake-up is waited for with the socket: at the end of the opening the
+            // loop returns at once and the DISCONNECT leaves while the opening is
+            // recorded, not after the process is gone.
+            var ready = [
+                pollfd(
+                    fd: session.socket,
+                    events: Int16(POLLIN) | (session.wantsToWrite ? Int16(POLLOUT) : 0),
+                    revents: 0
+                ),
+                pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+            ]
+            let until = MonotonicNanoseconds.now() + UInt64(min(remainingMs, Self.loopSliceMs)) * 1_000_000
+            if case .failure(let error) = Poll.wait(&ready, until: until) { return "\(error)" }
+            let code = session.loopOnce(timeoutMs: 0)
             if code != MosquittoError.success { return MosquittoError.words(for: code) }
         }
     }
