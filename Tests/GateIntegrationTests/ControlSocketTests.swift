@@ -49,6 +49,24 @@ private func rawExchange(_ path: String, _ text: String) throws -> String {
     return run.stdout
 }
 
+/// Starts `command` (a python listener on the control socket that writes "listening"
+/// to `logFile` once bound) and waits until it listens; the caller terminates it.
+private func startListener(_ command: [String], logFile: String) throws -> MosquittoBroker.Child {
+    let listener = try MosquittoBroker.Child(
+        command[0],
+        Array(command.dropFirst()),
+        stdout: nil,
+        stderr: nil,
+        watchdog: true
+    )
+    let listening = waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true }
+    guard listening else {
+        listener.terminate(grace: .seconds(1))
+        throw GateRunner.Failure("the listener on the control socket did not start: \(command.joined(separator: " "))")
+    }
+    return listener
+}
+
 extension DaemonTests {
     /// `gate open` hands its opening to the daemon on `control.sock` (SPEC §10).
     @Suite("The control socket")
@@ -282,17 +300,11 @@ extension DaemonTests {
                 c.close()
                 time.sleep(60)
                 """
-            let listener = try MosquittoBroker.Child(
-                "/usr/bin/python3",
-                ["-c", script, runtime + "/control.sock", logFile, mode],
-                stdout: nil,
-                stderr: nil,
-                watchdog: true
+            let listener = try startListener(
+                ["/usr/bin/python3", "-c", script, runtime + "/control.sock", logFile, mode],
+                logFile: logFile
             )
             defer { listener.terminate(grace: .seconds(1)) }
-            #expect(
-                waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true }
-            )
 
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(run.status == 124, "\(run.summary)")
@@ -334,17 +346,11 @@ extension DaemonTests {
                 open(log, "a").write("closed with a connection queued\\n")
                 time.sleep(60)
                 """
-            let listener = try MosquittoBroker.Child(
-                "/usr/bin/python3",
-                ["-c", script, runtime + "/control.sock", logFile],
-                stdout: nil,
-                stderr: nil,
-                watchdog: true
+            let listener = try startListener(
+                ["/usr/bin/python3", "-c", script, runtime + "/control.sock", logFile],
+                logFile: logFile
             )
             defer { listener.terminate(grace: .seconds(1)) }
-            #expect(
-                waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true }
-            )
 
             let run = try GateRunner.run(
                 ["open", "--config", config.path, "--json", "--log-level", "debug"],
@@ -511,21 +517,14 @@ extension DaemonTests {
                     note("received %d bytes" % len(data))
                     c.close()
                 """
-            let hostile = try MosquittoBroker.Child(
-                "/usr/bin/setpriv",
+            let hostile = try startListener(
                 [
-                    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
-                    logFile,
+                    "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                    script, socket, logFile,
                 ],
-                stdout: nil,
-                stderr: nil,
-                watchdog: true
+                logFile: logFile
             )
             defer { hostile.terminate(grace: .seconds(2)) }
-            #expect(
-                waitUntil { (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("listening") == true },
-                "the hostile listener did not start"
-            )
 
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             #expect(run.status == 0, "\(run.summary)")
