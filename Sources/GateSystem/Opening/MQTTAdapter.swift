@@ -76,10 +76,7 @@ public struct MQTTAdapter: GateAdapter {
             exchange.run(wake: wake)
             ticket.finish()
         }
-        if standby?.run(job) == true {
-            return AttemptCancel { wake.signal() }
-        }
-        if let failure = OSThread.detach(job) {
+        if standby?.run(job) != true, let failure = OSThread.detach(job) {
             ticket.report(
                 .unreachable("cannot start the MQTT exchange: \(SystemError("pthread_create", code: failure))")
             )
