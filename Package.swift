@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",
-            dependencies: ["GateCore", "gate", "esp32-sim", "GateTestSupport"]
+            dependencies: ["GateCore", "GateSystem", "gate", "esp32-sim", "GateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Foundation
+import GateSystem
 import GateTestSupport
 import Synchronization
 import Testing
@@ -130,7 +131,7 @@ struct GateStatusTests {
         let folder = try #require(environment["GATE_RUNTIME_DIR"])
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let now = Date()
-        try writeStatus(in: folder, state: "error", resetAt: now.addingTimeInterval(1.2))
+        try writeStatus(in: folder, state: "error", resetAfter: .milliseconds(1200))
         let watcher = try PipedGate(["status", "--watch", "--format", "waybar"], environment: environment)
         let failed = try object(try #require(watcher.readLine(within: .seconds(5))))
         #expect(failed["class"] as? String == "failed")
@@ -151,7 +152,7 @@ struct GateStatusTests {
         let lock = open(folder + "/lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
         defer { close(lock) }
         #expect(flock(lock, LOCK_EX) == 0)
-        try writeStatus(in: folder, state: "triggering", resetAt: nil)
+        try writeStatus(in: folder, state: "triggering", resetAfter: nil)
         let watcher = try PipedGate(["status", "--watch", "--format", "text"], environment: environment)
         #expect(watcher.readLine(within: .seconds(5)) == "opening: waiting for relay activation (udp)")
         #expect(watcher.readLine(within: .milliseconds(1500)) == nil, "a held lock is still busy")
@@ -168,30 +169,38 @@ struct GateStatusTests {
         let watcher = try PipedGate(["status", "--watch", "--format", "text"], environment: environment)
         #expect(watcher.readLine(within: .seconds(5)) == "ready", "no folder yet: ready")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try writeStatus(in: folder, state: "error", resetAt: Date().addingTimeInterval(60))
+        try writeStatus(in: folder, state: "error", resetAfter: .seconds(60))
         #expect(watcher.readLine(within: .seconds(3))?.hasPrefix("error until ") == true)
         try FileManager.default.removeItem(atPath: folder)
         #expect(watcher.readLine(within: .seconds(3)) == "ready", "deleted folder: ready")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try writeStatus(in: folder, state: "timeout", resetAt: Date().addingTimeInterval(60))
+        try writeStatus(in: folder, state: "timeout", resetAfter: .seconds(60))
         #expect(watcher.readLine(within: .seconds(3))?.hasPrefix("timeout until ") == true)
         watcher.closeReader()
         #expect(watcher.waitForExit(within: .seconds(5)) == 0)
     }
 }
 
-/// A status file as an opener writes it: a temporary file renamed into place.
-private func writeStatus(in folder: String, state: String, resetAt: Date?) throws {
-    let format = ISO8601DateFormatter()
-    format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    let reset = resetAt.map { "\"\(format.string(from: $0))\"" } ?? "null"
+/// A status file as an opener writes it: a temporary file renamed into place, its times
+/// from the clock and the formatter gate uses. Foundation's formatter rounds to the
+/// nearest millisecond where gate truncates: a `since` up to half a millisecond ahead of
+/// the reader's `now` would read as a clock stepped back, and the failure as over.
+private func writeStatus(in folder: String, state: String, resetAfter: Duration?) throws {
+    let now = WallClock.nowNanoseconds()
+    let since = WallClock.iso8601(nanoseconds: now)
+    let reset =
+        resetAfter.map { delay -> String in
+            let (seconds, attoseconds) = delay.components
+            let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+            return "\"\(WallClock.iso8601(nanoseconds: now + nanoseconds))\""
+        } ?? "null"
     let last =
         state == "triggering"
         ? "null"
         : #"{"outcome":"\#(state)","error":"allAdaptersFailed","adapter":null,"#
-            + #""duration_ms":2001,"finished_at":"\#(format.string(from: Date()))","source":"cli"}"#
+            + #""duration_ms":2001,"finished_at":"\#(since)","source":"cli"}"#
     let text =
-        #"{"state":"\#(state)","since":"\#(format.string(from: Date()))","source":"cli","pid":1,"adapter":"udp","#
+        #"{"state":"\#(state)","since":"\#(since)","source":"cli","pid":1,"adapter":"udp","#
         + #""reset_at":\#(reset),"last":\#(last)}"# + "\n"
     let temporary = folder + "/.tmp-test"
     try text.write(toFile: temporary, atomically: false, encoding: .utf8)

@@ -1,4 +1,5 @@
 import Foundation
+import GateSystem
 import GateTestSupport
 import Testing
 
@@ -6,22 +7,15 @@ import Testing
 import Glibc
 #endif
 
-/// ISO 8601 UTC with milliseconds, as the status file writes times.
-private func iso8601(_ date: Date) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    return formatter.string(from: date)
-}
-
 /// A `timeout` written just before the wall clock was stepped back by an hour (NTP
 /// after a Pi booted with a stale clock): its `since` and `reset_at` lie an hour ahead.
 private func statusWrittenBeforeAClockStep() -> String {
-    let since = Date().addingTimeInterval(3600)
+    let since = WallClock.nowNanoseconds() + 3600 * 1_000_000_000
+    let reset = since + 3 * 1_000_000_000
     return """
-        {"state":"timeout","since":"\(iso8601(since))","source":"cli","pid":1,"adapter":"udp",\
-        "reset_at":"\(iso8601(since.addingTimeInterval(3)))","last":{"outcome":"timeout","error":"operationTimeout",\
-        "adapter":"udp","duration_ms":2000,"finished_at":"\(iso8601(since))","source":"cli"}}
+        {"state":"timeout","since":"\(WallClock.iso8601(nanoseconds: since))","source":"cli","pid":1,"adapter":"udp",\
+        "reset_at":"\(WallClock.iso8601(nanoseconds: reset))","last":{"outcome":"timeout","error":"operationTimeout",\
+        "adapter":"udp","duration_ms":2000,"finished_at":"\(WallClock.iso8601(nanoseconds: since))","source":"cli"}}
         """
 }
 
