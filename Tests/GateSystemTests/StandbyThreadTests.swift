@@ -1,7 +1,10 @@
+import GateCore
 import GateTestSupport
 import Plumbing
 import Synchronization
 import Testing
+
+@testable import GateSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -87,5 +90,52 @@ struct StandbyThreadTests {
         warmUpMayEnd.withLock { $0 = true }
         #expect(await eventually { watched == nil }, "the thread waited for a job after its release")
         #expect(journal.names == ["warm-up"])
+    }
+}
+
+/// When the pipeline starts that thread: exactly when its plan puts MQTT first.
+@Suite("The standby thread follows the plan")
+struct StandbyChoiceTests {
+    let mqtt = MQTTConfig(host: "127.0.0.1", port: 1883, timeout: 2)
+
+    /// The choice the pipeline makes, from the plan it makes.
+    func standby(
+        _ factory: AdapterFactory,
+        config: GateConfig,
+        selection: AdapterSelection,
+        udpLink: LinkVerdict?
+    ) -> OSThread.Standby? {
+        let plan = AdapterPlan.make(config: config, selection: selection, udpLink: udpLink)
+        return factory.standby(first: plan.adapters.first?.kind, config: config)
+    }
+
+    @Test("MQTT first (forced, alone, or UDP off-link): a standby; UDP first or no MQTT: none")
+    func followsThePlan() throws {
+        let factory = AdapterFactory(credentials: CredentialLookup(sources: []))
+        // The ESP32 named by an address of no directly connected network: the plan skips
+        // UDP and MQTT goes first (documentation range; nothing is sent in this test).
+        let offLink = GateConfig(
+            udp: UDPConfig(host: "192.0.2.10", port: 4210, timeout: 2),
+            mqtt: mqtt,
+            runtime: RuntimeConfig()
+        )
+        let chosen = [
+            standby(factory, config: offLink, selection: .auto, udpLink: .offLink),
+            standby(factory, config: offLink, selection: .mqtt, udpLink: nil),
+            standby(factory, config: GateConfig(mqtt: mqtt, runtime: RuntimeConfig()), selection: .auto, udpLink: nil),
+        ]
+        defer { for standby in chosen { standby?.release() } }
+        #expect(chosen.allSatisfy { $0 != nil }, "\(chosen.map { $0 != nil })")
+        #expect(standby(factory, config: offLink, selection: .auto, udpLink: .onLink(interface: "eth0")) == nil)
+        #expect(standby(factory, config: offLink, selection: .udp, udpLink: .offLink) == nil)
+        let udpOnly = GateConfig(udp: UDPConfig(host: "127.0.0.1", port: 4210, timeout: 2), runtime: RuntimeConfig())
+        #expect(standby(factory, config: udpOnly, selection: .mqtt, udpLink: .loopback) == nil)
+    }
+
+    @Test("Scripted adapters get no standby")
+    func noneForScriptedAdapters() {
+        let factory = AdapterFactory { kind in FailedAdapter(kind: kind, event: .misconfigured("scripted")) }
+        let config = GateConfig(mqtt: mqtt, runtime: RuntimeConfig())
+        #expect(standby(factory, config: config, selection: .mqtt, udpLink: nil) == nil)
     }
 }

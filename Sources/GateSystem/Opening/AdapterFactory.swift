@@ -41,6 +41,21 @@ public struct AdapterFactory: Sendable {
         ])
     }
 
+    /// The thread for the exchange of an MQTT attempt that goes first, started by
+    /// the pipeline before the lock (`MQTTAdapter.standbyThread`); nil when MQTT does
+    /// not go first, when adapters are the caller's own, and when a warm link for
+    /// this broker is there (the daemon: the library is loaded, the link publishes).
+    func standby(first: AdapterKind?, config: GateConfig) -> OSThread.Standby? {
+        guard custom == nil, let mqtt = config.mqtt else { return nil }
+        switch first {
+        case .mqtt:
+            if let link = link(), link.config == mqtt { return nil }
+            return MQTTAdapter.standbyThread()
+        case .udp, nil:
+            return nil
+        }
+    }
+
     func make(
         _ kind: AdapterKind,
         config: GateConfig,

@@ -75,11 +75,12 @@ public struct OpeningPipeline: Sendable {
                 explanation: Withholding.relayActive.description
             )
         }
-        // MQTT goes first: the thread of its exchange starts now and loads the library
-        // while the lock is taken and the status written; released unused otherwise.
-        let standby =
-            config.mqtt != nil && (request.selection == .mqtt || (request.selection == .auto && config.udp == nil))
-            ? MQTTAdapter.standbyThread() : nil
+        // The plan before the lock: when MQTT goes first, the thread of its exchange
+        // starts now and loads the library while the lock is taken and the status
+        // written; released unused if the opening ends without it.
+        let udpLink = udpLink(config: config, selection: request.selection, logger: logger)
+        let plan = AdapterPlan.make(config: config, selection: request.selection, udpLink: udpLink)
+        let standby = adapters.standby(first: plan.adapters.first?.kind, config: config)
         defer { standby?.release() }
         let recorder: OpeningRecorder
         do throws(OpeningRecorder.Refusal) {
@@ -108,6 +109,8 @@ public struct OpeningPipeline: Sendable {
         let result = await run(
             config: config,
             selection: request.selection,
+            plan: plan,
+            udpLink: udpLink,
             standby: standby,
             recorder: recorder,
             logger: logger,
@@ -120,6 +123,8 @@ public struct OpeningPipeline: Sendable {
     private func run(
         config: GateConfig,
         selection: AdapterSelection,
+        plan: AdapterPlan,
+        udpLink: LinkVerdict?,
         standby: OSThread.Standby?,
         recorder: OpeningRecorder,
         logger: Logger,
@@ -138,11 +143,18 @@ public struct OpeningPipeline: Sendable {
         }
         defer { detach?() }
 
-        let plan = AdapterPlan.make(
-            config: config,
-            selection: selection,
-            udpLink: udpLink(config: config, selection: selection, logger: logger)
-        )
+        if let udp = config.udp, let udpLink {
+            logger.debug(
+                "on-link check",
+                metadata: ["adapter": "udp", "target": "\(udp.host)", "verdict": "\(udpLink)"]
+            )
+            if selection == .udp, udpLink == .offLink {
+                logger.info(
+                    "UDP forced although the ESP32 is not on a directly connected network",
+                    metadata: ["target": "\(udp.host)"]
+                )
+            }
+        }
         for skipped in plan.skipped {
             logger.info(
                 "adapter skipped",
@@ -315,15 +327,7 @@ public struct OpeningPipeline: Sendable {
     /// which the UDP attempt resolves within its own budget.
     private func udpLink(config: GateConfig, selection: AdapterSelection, logger: Logger) -> LinkVerdict? {
         guard let udp = config.udp, selection != .mqtt, let ip = IPAddress(literal: udp.host) else { return nil }
-        let verdict = LinkCheck.verdict(for: ip, interfaces: interfaces, logger: logger)
-        logger.debug("on-link check", metadata: ["adapter": "udp", "target": "\(udp.host)", "verdict": "\(verdict)"])
-        if selection == .udp, verdict == .offLink {
-            logger.info(
-                "UDP forced although the ESP32 is not on a directly connected network",
-                metadata: ["target": "\(udp.host)"]
-            )
-        }
-        return verdict
+        return LinkCheck.verdict(for: ip, interfaces: interfaces, logger: logger)
     }
 
     private static func metadata(finished record: AttemptRecord) -> Logger.Metadata {
