@@ -102,7 +102,6 @@ struct StatusKeeperService: Service, CustomStringConvertible {
     /// Brings the file in line with its effective record; returns when to look again.
     private func tidy() -> Duration? {
         let paths = context.paths
-        let now = WallClock.iso8601()
         let loaded: StatusRecord?
         switch StatusFile.load(paths.statusFile) {
         case .success(let record):
@@ -112,6 +111,8 @@ struct StatusKeeperService: Service, CustomStringConvertible {
             context.logger.warning("the status file cannot be used; writing a new one", metadata: ["error": "\(error)"])
             loaded = nil
         }
+        // After the read, as every reader does (`StatusFile.effective`).
+        let now = WallClock.iso8601()
         guard let record = loaded else {
             // No file yet (a fresh boot), or one that holds no valid record: widgets get a
             // `ready` to show.

@@ -162,6 +162,30 @@ struct GateStatusTests {
         #expect(watcher.readLine(within: .seconds(3)) == "ready (last: interrupted)")
     }
 
+    @Test(
+        "A failure written while the reader is about to open the file is shown: the time it is judged by is taken after the read",
+        arguments: [["status", "--format", "text"], ["status", "--watch", "--format", "text"]]
+    )
+    func judgedAfterTheRead(arguments: [String]) async throws {
+        var environment = GateRunner.isolatedEnvironment()
+        let folder = try #require(environment["GATE_RUNTIME_DIR"])
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let shim = try PausedOpenShim(name: "status.json")
+        environment["LD_PRELOAD"] = shim.path
+        let reader = try PipedGate(arguments, environment: environment)
+        #expect(await eventually(within: .seconds(10)) { shim.isHeld }, "the reader never opened status.json")
+        // The record begins a millisecond after the reader stopped at the file: a reader
+        // that took its `now` before the read sees a `since` ahead of it, a clock stepped
+        // back, and would show the failure as over.
+        usleep(2_000)
+        try writeStatus(in: folder, state: "error", resetAfter: .seconds(60))
+        shim.release()
+        let line = reader.readLine(within: .seconds(10))
+        #expect(line?.hasPrefix("error until ") == true, "shown: \(line ?? "nothing")")
+        reader.closeReader()
+        #expect(reader.waitForExit(within: .seconds(5)) == 0)
+    }
+
     @Test("--watch survives its folder being deleted and created again")
     func watchFolderRecreated() throws {
         let environment = GateRunner.isolatedEnvironment()

@@ -80,22 +80,18 @@ extension Simulator {
 /// An `LD_PRELOAD` library that makes `getaddrinfo` slow for one host name, like a dead
 /// resolver (NOTES.md "Timing and locks"), and leaves every other lookup alone.
 ///
-/// For `host` it first appends one line to `markerPath` (so a test can tell the library was
+/// For `host` it first appends one line to its `delayed.log` (so a test can tell the library was
 /// loaded and hit, even if the process gives up on the lookup and exits while it sleeps),
 /// sleeps `delay`, then answers what the real `getaddrinfo` answers for `answer` (an IP
 /// literal), so that the result does not depend on the machine's /etc/hosts (::1 or not).
 public final class SlowResolverShim {
-    public let directory: URL
-    public let library: String
-    let markerPath: String
+    let preload: PreloadLibrary
+    /// The `.so`, for `LD_PRELOAD`.
+    public var library: String { preload.path }
 
     public init(host: String = "localhost", delayMs: Int, answer: String = "127.0.0.1") throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gate-shim-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        library = directory.appendingPathComponent("shim.so").path
-        markerPath = directory.appendingPathComponent("delayed.log").path
-        let source = directory.appendingPathComponent("shim.c").path
-        let text = """
+        preload = try PreloadLibrary(named: "slow-resolver") { folder in
+            """
             #define _GNU_SOURCE
             #include <dlfcn.h>
             #include <errno.h>
@@ -111,7 +107,7 @@ public final class SlowResolverShim {
                 getaddrinfo_fn real = (getaddrinfo_fn)dlsym(RTLD_NEXT, "getaddrinfo");
                 if (real == NULL) return EAI_SYSTEM;
                 if (node != NULL && strcmp(node, "\(host)") == 0) {
-                    int fd = open("\(markerPath)", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+                    int fd = open("\(folder)/delayed.log", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
                     if (fd >= 0) {
                         static const char line[] = "delayed \(host)\\n";
                         ssize_t ignored = write(fd, line, sizeof line - 1);
@@ -126,24 +122,11 @@ public final class SlowResolverShim {
             }
 
             """
-        try text.write(toFile: source, atomically: true, encoding: .utf8)
-        let compiled = try MosquittoBroker.runTool(
-            "/usr/bin/cc",
-            ["-shared", "-fPIC", "-o", library, source, "-ldl"],
-            timeout: .seconds(60)
-        )
-        guard compiled.status == 0 else {
-            try? FileManager.default.removeItem(at: directory)
-            throw GateRunner.Failure("cannot build the getaddrinfo shim: \(compiled.summary)")
         }
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: directory)
     }
 
     /// How many lookups of the host the library delayed so far.
     public var delayedLookups: Int {
-        ((try? String(contentsOfFile: markerPath, encoding: .utf8)) ?? "").split(separator: "\n").count
+        ((try? String(contentsOfFile: preload.file("delayed.log"), encoding: .utf8)) ?? "").split(separator: "\n").count
     }
 }

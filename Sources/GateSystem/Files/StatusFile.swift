@@ -38,11 +38,13 @@ public enum StatusFile {
 
     /// What readers show: the rules of docs/CONTRACT.md#the-status-file applied to the file and the lock; an
     /// error when the file cannot be used.
-    public static func effective(
-        paths: RuntimePaths,
-        now: String = WallClock.iso8601()
-    ) -> Result<StatusRecord, SharedFileError> {
+    ///
+    /// The time the record is judged by is taken after the read: a record written
+    /// just before it must not begin after `now` (that reads as a clock stepped back,
+    /// and a failure as over).
+    public static func effective(paths: RuntimePaths) -> Result<StatusRecord, SharedFileError> {
         load(paths.statusFile).map { record in
+            let now = WallClock.iso8601()
             guard let record else { return .initial(now: now) }
             return record.effective(now: now, lockHeld: OpeningLock.isHeld(path: paths.lockFile))
         }

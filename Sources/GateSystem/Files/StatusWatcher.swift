@@ -80,12 +80,14 @@ public final class StatusWatcher {
     /// The effective record (docs/CONTRACT.md#the-status-file); ready when there is no status file; an error when
     /// the file cannot be used (a FIFO, a link…).
     private func current() -> Result<StatusRecord, SharedFileError> {
-        let now = WallClock.iso8601()
         let record: StatusRecord?
         switch StatusFile.load(paths.statusFile) {
         case .success(let loaded): record = loaded
         case .failure(let error): return .failure(error)
         }
+        // After the read: a record written just before it must not begin after `now`
+        // (that reads as a clock stepped back, and the failure as over).
+        let now = WallClock.iso8601()
         guard let record else {
             if missingSince == nil { missingSince = now }
             return .success(.initial(now: missingSince ?? now))
