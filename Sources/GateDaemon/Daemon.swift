@@ -117,7 +117,7 @@ public enum Daemon {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
-        configuration.maximumGracefulShutdownDuration = config.openingLimit
+        configuration.maximumGracefulShutdownDuration = GateConfig.longestOpeningLimit
         do {
             try await ServiceGroup(configuration: configuration).run()
         } catch {

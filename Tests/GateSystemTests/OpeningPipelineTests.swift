@@ -558,3 +558,64 @@ struct OpeningPipelineTests {
         }
     }
 }
+
+/// docs/CONTRACT.md#exit-codes: an opening stopped from outside (the daemon stopping, its
+/// service cancelled) ends by the permit's record of what left (issue 28 item 1: it
+/// answered 69 with no attempts, after a UDP trigger had left).
+@Suite("OpeningPipeline: a stopped opening's outcome comes from what left")
+struct OpeningPipelineStopTests {
+    struct StopCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        let udp: [ScriptedAdapter.Step]
+        let exitCode: Int32
+        let adapter: AdapterKind?
+        var testDescription: String { name }
+    }
+
+    static let cases: [StopCase] = [
+        StopCase(
+            name: "UDP sent, no answer yet: 124 naming udp",
+            udp: [.send, .waitForCancel, .finish],
+            exitCode: 124,
+            adapter: .udp
+        ),
+        StopCase(
+            name: "UDP saw its 1, no 0 yet: 124 naming udp",
+            udp: [.send, .report(.relay(.activated)), .waitForCancel, .finish],
+            exitCode: 124,
+            adapter: .udp
+        ),
+        StopCase(
+            name: "UDP still resolving, nothing sent: 69",
+            udp: [.doing("resolving gate.local"), .waitForCancel, .finish],
+            exitCode: 69,
+            adapter: nil
+        ),
+    ]
+
+    @Test("A stopped opening says 124 once a trigger left, 69 only when none did", arguments: cases)
+    func stoppedOpening(_ test: StopCase) async throws {
+        let bench = try PipelineBench()
+        let udp = ScriptedAdapter(.udp, script: test.udp)
+        let mqtt = ScriptedAdapter(
+            .mqtt,
+            script: [.send, .report(.relay(.activated)), .report(.relay(.released)), .finish]
+        )
+        let pipeline = bench.pipeline(udp, mqtt)
+        let opening = Task {
+            await pipeline.open(config: PipelineBench.config(), request: OpeningRequest(source: "test"))
+        }
+        #expect(await eventually { udp.attempts.first?.isWaiting == true }, "the UDP attempt never reached its wait")
+        opening.cancel()
+        let result = await opening.value
+
+        #expect(result.exitCode == test.exitCode, "\(result.message)\n\(result.summaries)")
+        #expect(result.adapter == test.adapter)
+        #expect(mqtt.triggersSent == 0, "a stopped opening fell back")
+        #expect(result.attempts.map(\.adapter) == [.udp], "\(result.summaries)")
+        #expect(result.attempts.first?.reason == .stopped)
+        if test.exitCode == 124 {
+            #expect(result.message.contains("may have cycled"), "\(result.message)")
+        }
+    }
+}

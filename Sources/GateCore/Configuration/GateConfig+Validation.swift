@@ -24,7 +24,7 @@ extension ConfigValidator {
         guard tableLines[.udp] != nil else { return nil }
         let host = host(in: .udp, what: "the ESP32")
         let port = integer(.udp, "port", in: 1...65535)
-        let timeout = seconds(.udp, "timeout", allowsZero: false, maximum: 60)
+        let timeout = seconds(.udp, "timeout", allowsZero: false, maximum: UDPConfig.maximumTimeout)
         guard let host else { return nil }
         return UDPConfig(
             host: host,
@@ -44,7 +44,7 @@ extension ConfigValidator {
         let trigger = topic("trigger_topic")
         let status = topic("status_topic")
         checkTopicsDiffer(trigger: trigger, status: status)
-        let timeout = seconds(.mqtt, "timeout", allowsZero: false, maximum: 60)
+        let timeout = seconds(.mqtt, "timeout", allowsZero: false, maximum: MQTTConfig.maximumTimeout)
         guard let host else { return nil }
         return MQTTConfig(
             host: host,

@@ -77,6 +77,8 @@ public struct HomeAssistantConfig: Sendable, Equatable {
 public struct UDPConfig: Sendable, Equatable {
     public static let defaultPort = 8080
     public static let defaultTimeout: Double = 2.0
+    /// The largest `udp.timeout` validation accepts.
+    public static let maximumTimeout = 60
 
     /// An IPv4 or IPv6 literal (without brackets) or a host name.
     public var host: String
@@ -96,6 +98,8 @@ public struct MQTTConfig: Sendable, Equatable {
     public static let defaultPlainPort = 1883
     public static let defaultTLSPort = 8883
     public static let defaultTimeout: Double = 5.0
+    /// The largest `mqtt.timeout` validation accepts.
+    public static let maximumTimeout = 60
     public static let defaultClientIDPrefix = "gate-"
     public static let defaultTriggerTopic = "iot/house/gate/esp32/trigger"
     public static let defaultStatusTopic = "iot/house/gate/esp32/status"

@@ -107,6 +107,9 @@ public enum AttemptReason: Sendable, Hashable {
     /// The trigger left, then the link ended before any answer.
     case lostAfterTrigger(String)
     case withheld(Withholding)
+    /// The opening was stopped from outside (the daemon stopping) before its cycle
+    /// was confirmed.
+    case stopped
 }
 
 /// One adapter's part in an opening.

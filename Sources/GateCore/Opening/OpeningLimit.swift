@@ -6,4 +6,12 @@ extension GateConfig {
     public var openingLimit: Duration {
         .seconds(fromConfig: (udp?.timeout ?? 0) + (mqtt?.timeout ?? 0) + 5)
     }
+
+    /// The longest `openingLimit` of any configuration that validates: the daemon's
+    /// stop waits this long at most for an opening in flight. The opening ends by its
+    /// own budgets, read from the configuration it began with, so a stop waits only
+    /// as long as that opening needs, whatever a reload changed since the start.
+    public static var longestOpeningLimit: Duration {
+        .seconds(fromConfig: Double(UDPConfig.maximumTimeout + MQTTConfig.maximumTimeout + 5))
+    }
 }

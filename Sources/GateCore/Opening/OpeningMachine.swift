@@ -30,6 +30,10 @@ public struct OpeningMachine: Sendable {
         case observed(RelayObserver.Report, at: MonotonicInstant)
         /// The reset delay after a timeout or an error has passed.
         case resetDelayElapsed(at: MonotonicInstant)
+        /// The opening was stopped from outside (the daemon stopping, its service
+        /// cancelled) while an attempt ran; `triggerSent` is the permit's record of
+        /// whether that attempt's trigger left, whether or not its `.sent` arrived here.
+        case stopped(triggerSent: Bool, at: MonotonicInstant)
     }
 
     public enum Action: Sendable, Hashable {
@@ -154,6 +158,37 @@ public struct OpeningMachine: Sendable {
             guard case .resetting(let resetAt, _) = phase, now >= resetAt else { return [] }
             phase = .done
             return [.stateChanged(.ready, adapter: nil)]
+
+        case .stopped(let triggerSent, let now):
+            return stop(triggerSent: triggerSent, now: now)
+        }
+    }
+
+    /// An opening stopped from outside ends like one whose plan ran out: the outcome
+    /// comes from what left (`exhausted`), never a fallback.
+    private mutating func stop(triggerSent: Bool, now: MonotonicInstant) -> [Action] {
+        switch phase {
+        case .idle, .resetting, .done:
+            return []
+        case .triggering(let index, let attemptStart, _):
+            sent = sent || triggerSent
+            if sent {
+                record(index, .noAnswer, .stopped, attemptStart: attemptStart, now: now)
+            } else {
+                // Nothing left: as good as not tried (docs/CONTRACT.md#the-json-result).
+                tried.append(AttemptRecord(adapter: plan[index].kind, outcome: .skipped, reason: .stopped, duration: nil))
+            }
+            return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
+        case .waitingForRelayClose(let index, let attemptStart, _):
+            sent = sent || triggerSent
+            return fail(
+                index: index,
+                attemptStart: attemptStart,
+                now: now,
+                outcome: .timeout,
+                reason: .stopped,
+                error: .operationTimeout
+            )
         }
     }
 

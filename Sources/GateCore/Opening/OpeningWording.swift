@@ -30,6 +30,8 @@ extension AttemptReason: CustomStringConvertible {
             return "the trigger was sent, then: \(words)"
         case .withheld(let why):
             return why.description
+        case .stopped:
+            return "the opening was stopped (the daemon is stopping) before the relay cycle was confirmed"
         }
     }
 }

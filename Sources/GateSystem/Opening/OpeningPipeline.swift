@@ -227,7 +227,7 @@ public struct OpeningPipeline: Sendable {
                     return (result, resetAt.map { $0.duration(since: clock.now()) })
                 }
             }
-            guard let current = running, let input = await iterator.next() else {
+            guard let current = running else {
                 // Unreachable by construction: every path of the machine either runs an
                 // adapter or finishes. Reported rather than trapped on an appliance.
                 logger.error("opening stopped without a result")
@@ -239,6 +239,15 @@ public struct OpeningPipeline: Sendable {
                     explanation: "internal error: the opening stopped without a result"
                 )
                 return (result, .seconds(fromConfig: config.runtime.resetDelay))
+            }
+            guard let input = await iterator.next() else {
+                // Cancelled (the daemon stopping): the permit closes first, so nothing more
+                // leaves, and its record of what left decides the outcome.
+                let sent = permit.close(attempt: current.number)
+                logger.warning("opening stopped from outside", metadata: ["trigger_sent": "\(sent)"])
+                pending = machine.handle(.stopped(triggerSent: sent, at: clock.now()))
+                if pending.isEmpty { running = nil }
+                continue
             }
             switch input {
             case .adapter(let number, let event, let at):
