@@ -176,7 +176,9 @@ public struct OpeningMachine: Sendable {
                 record(index, .noAnswer, .stopped, attemptStart: attemptStart, now: now)
             } else {
                 // Nothing left: as good as not tried (docs/CONTRACT.md#the-json-result).
-                tried.append(AttemptRecord(adapter: plan[index].kind, outcome: .skipped, reason: .stopped, duration: nil))
+                tried.append(
+                    AttemptRecord(adapter: plan[index].kind, outcome: .skipped, reason: .stopped, duration: nil)
+                )
             }
             return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
         case .waitingForRelayClose(let index, let attemptStart, _):
