@@ -94,6 +94,37 @@ struct OpeningMachineTests {
         #expect(result.duration == .milliseconds(2700))
     }
 
+    @Test("Silence after a trigger nobody watched for ends the opening (124); the next adapter never starts")
+    func unwatchedSilenceNeverFallsBack() throws {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        #expect(machine.handle(.unwatched) == [])
+        let silent = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        #expect(started(silent) == [], "a fallback after unwatched silence")
+        let (result, _) = try #require(finished(silent))
+        #expect(result.exitCode == 124)
+        #expect(result.adapter == .udp)
+        #expect(result.attempts.map(\.adapter) == [.udp])
+        #expect(result.attempts.first?.triggerSent == true)
+    }
+
+    @Test("A stop from outside: 124 once a trigger left, 69 when none did; never a fallback")
+    func stoppedFromOutside() throws {
+        for sentBefore in [true, false] {
+            var clock = TestClock()
+            var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+            _ = machine.handle(.start(at: clock.now))
+            let stopped = machine.handle(.stopped(triggerSent: sentBefore, at: clock.advance(.milliseconds(5))))
+            #expect(started(stopped) == [])
+            let (result, _) = try #require(finished(stopped))
+            #expect(result.exitCode == (sentBefore ? 124 : 69), "sent: \(sentBefore)")
+            #expect(result.adapter == (sentBefore ? .udp : nil))
+            #expect(result.attempts.first?.reason == .stopped)
+        }
+    }
+
     @Test("Nothing sent and nothing to fall back to: allAdaptersFailed (69), then ready after the reset delay")
     func noAnswerUDPOnly() throws {
         var clock = TestClock()

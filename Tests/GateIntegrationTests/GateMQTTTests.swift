@@ -115,17 +115,23 @@ struct GateMQTTTests {
         #expect(try sim.activations().map(\.via) == ["mqtt"])
     }
 
-    @Test("UDP silent: fallback to MQTT after the 2 s budget")
+    /// The datagram never reaches the ESP32 (a socket that reads nothing stands where
+    /// `udp.host` points); the status topic, watched from before the trigger, stays
+    /// silent: the trigger was lost, and MQTT goes (docs/CONTRACT.md#evidence-and-time).
+    @Test("UDP lost under a live watch: fallback to MQTT after the 2 s budget")
     func fallbackWhenUDPSilent() throws {
         let broker = try MosquittoBroker(.plain)
-        let sim = try Simulator(simMQTT(broker) + ["--fault", "udp:silent"])
-        let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
+        let sim = try Simulator(simMQTT(broker) + ["--fault", "udp-off"])
+        let blackHole = try FakeESP32()
+        let config = try mqttConfig(udpPort: blackHole.port, broker: broker)
         let run = try GateRunner.run(["open", "--json", "--config", config.path])
         #expect(run.status == 0, "\(run.summary)")
         let tried = try attempts(run)
+        try #require(tried.count == 2, "\(run.stdout)")
         #expect(tried[0]["outcome"] as? String == "no_answer")
         #expect((tried[0]["duration_ms"] as? Int ?? 0) >= 2000)
         #expect(tried[1]["outcome"] as? String == "success")
+        #expect(try sim.activations().map(\.via) == ["mqtt"])
     }
 
     /// Over TLS too: the one-shot exchange is the same, its client is libmosquitto there.
@@ -333,13 +339,16 @@ struct GateMQTTTests {
     @Test(
         "The ESP32 answered over UDP: never a trigger on MQTT afterwards",
         arguments: [
-            ("no-release", 124), ("garbage", 76),
+            // The status topic, watched during the UDP attempt, shows the release the
+            // datagrams lack: the cycle is confirmed (docs/CONTRACT.md#evidence-and-time).
+            ("udp:no-release", 0),
+            ("no-release", 124), ("udp:garbage", 76),
         ]
     )
     func neverTwiceAfterUDPAnswer(fault: String, status: Int) throws {
         let broker = try MosquittoBroker(.plain)
         let recorder = try MQTTRecorder(broker)
-        let sim = try Simulator(simMQTT(broker) + ["--fault", "udp:\(fault)"])
+        let sim = try Simulator(simMQTT(broker) + ["--fault", fault])
         let config = try mqttConfig(udpPort: sim.udpPort, broker: broker)
         let run = try GateRunner.run(["open", "--json", "--config", config.path])
         #expect(run.status == Int32(status), "\(run.summary)")

@@ -619,3 +619,47 @@ struct OpeningPipelineStopTests {
         }
     }
 }
+
+/// Evidence on every path (docs/CONTRACT.md#evidence-and-time, issue 28 item 6): a fallback
+/// after a silent UDP attempt only when the status watch was live before its trigger left
+/// and is the same watch still.
+@Suite("OpeningPipeline: silence counts only while watched")
+struct OpeningPipelineWatchTests {
+    enum Watch: String, CaseIterable, CustomTestStringConvertible {
+        /// Live (session 1) from before the trigger to the deadline: MQTT may go.
+        case heldThroughout
+        /// No subscription when the trigger left.
+        case notLiveAtSend
+        /// Live at the send, then lost and made again before the deadline.
+        case brokeAfterSend
+        var testDescription: String { rawValue }
+    }
+
+    @Test("A silent UDP attempt falls back only under a watch that held", arguments: Watch.allCases)
+    func fallbackNeedsAWatchThatHeld(_ watch: Watch) async throws {
+        let feed = FakeStatusFeed()
+        if watch == .notLiveAtSend { feed.setLiveSession(nil) }
+        let bench = try PipelineBench(feed: feed)
+        let udp = ScriptedAdapter(.udp, script: [.send, .waitForCancel, .finish])
+        let mqtt = ScriptedAdapter(
+            .mqtt,
+            script: [.send, .report(.relay(.activated)), .report(.relay(.released)), .finish]
+        )
+        let opening = Task { await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config()) }
+        #expect(await eventually { udp.attempts.first?.isWaiting == true }, "the UDP attempt never started")
+        if watch == .brokeAfterSend { feed.setLiveSession(2) }
+        bench.clock.advance(to: try #require(udp.attempts.first).deadline + .seconds(1))
+        let result = await opening.value
+
+        #expect(udp.triggersSent == 1)
+        switch watch {
+        case .heldThroughout:
+            #expect(mqtt.triggersSent == 1, "\(result.summaries)")
+            #expect(result.exitCode == 0, "\(result.message)")
+        case .notLiveAtSend, .brokeAfterSend:
+            #expect(mqtt.triggersSent == 0, "fell back after unwatched silence: \(result.summaries)")
+            #expect(result.exitCode == 124, "\(result.message)")
+            #expect(result.adapter == .udp)
+        }
+    }
+}

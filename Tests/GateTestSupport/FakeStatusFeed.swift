@@ -10,6 +10,7 @@ import Synchronization
 public final class FakeStatusFeed: StatusFeed {
     private struct State {
         var relayActive: Bool
+        var liveSession: UInt64? = 1
         var observers: [Int: @Sendable (RelayObserver.Report) -> Void] = [:]
         var nextID = 0
         var attachments = 0
@@ -23,6 +24,14 @@ public final class FakeStatusFeed: StatusFeed {
 
     public var relayActive: Bool {
         get { state.withLock { $0.relayActive } }
+    }
+
+    /// Live from the start (session 1), as a warm link that is up.
+    public var liveSession: UInt64? { state.withLock { $0.liveSession } }
+
+    /// The watch lost (nil) or made again (a new session).
+    public func setLiveSession(_ session: UInt64?) {
+        state.withLock { $0.liveSession = session }
     }
 
     public func setRelayActive(_ active: Bool) {

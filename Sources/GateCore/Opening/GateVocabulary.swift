@@ -110,6 +110,9 @@ public enum AttemptReason: Sendable, Hashable {
     /// The opening was stopped from outside (the daemon stopping) before its cycle
     /// was confirmed.
     case stopped
+    /// No answer to a trigger that left while nothing watched the status topic; the
+    /// next adapter was not tried.
+    indirect case unwatchedSilence(AttemptReason, next: AdapterKind)
 }
 
 /// One adapter's part in an opening.

@@ -34,6 +34,10 @@ public struct OpeningMachine: Sendable {
         /// cancelled) while an attempt ran; `triggerSent` is the permit's record of
         /// whether that attempt's trigger left, whether or not its `.sent` arrived here.
         case stopped(triggerSent: Bool, at: MonotonicInstant)
+        /// The running attempt's trigger left while nothing watched the status topic
+        /// (no subscription live), or the watch broke since: its silence does not say
+        /// that the trigger was lost, so no other adapter may follow it.
+        case unwatched
     }
 
     public enum Action: Sendable, Hashable {
@@ -73,6 +77,8 @@ public struct OpeningMachine: Sendable {
     private var sent = false
     /// A lone `0` seen on the status topic during the running attempt: evidence.
     private var releaseSeen = false
+    /// The running attempt's trigger left with no live watch on the status topic.
+    private var unwatched = false
     /// The attempt that decided the outcome alone; nothing after it is listed.
     private var decidedBy: AdapterKind?
 
@@ -161,6 +167,10 @@ public struct OpeningMachine: Sendable {
 
         case .stopped(let triggerSent, let now):
             return stop(triggerSent: triggerSent, now: now)
+
+        case .unwatched:
+            if running != nil { unwatched = true }
+            return []
         }
     }
 
@@ -334,6 +344,7 @@ public struct OpeningMachine: Sendable {
         phase = .triggering(index: index, startedAt: now, deadline: deadline)
         sent = false
         releaseSeen = false
+        unwatched = false
         // The trigger first, the announcement after: writing the status file must
         // never delay the relay.
         return [
@@ -417,6 +428,18 @@ public struct OpeningMachine: Sendable {
                 now: now,
                 outcome: .timeout,
                 reason: .releaseWithoutActivation,
+                error: .operationTimeout
+            )
+        }
+        if sent, unwatched, outcome == .noAnswer, index + 1 < plan.count {
+            // Silence nobody watched for: the ESP32 may have cycled and its answer been
+            // lost on the way back. Another trigger could cycle the relay twice.
+            return fail(
+                index: index,
+                attemptStart: attemptStart,
+                now: now,
+                outcome: .noAnswer,
+                reason: .unwatchedSilence(reason, next: plan[index + 1].kind),
                 error: .operationTimeout
             )
         }

@@ -32,6 +32,9 @@ extension AttemptReason: CustomStringConvertible {
             return why.description
         case .stopped:
             return "the opening was stopped (the daemon is stopping) before the relay cycle was confirmed"
+        case .unwatchedSilence(let silence, let next):
+            return
+                "\(silence); \(next) was not tried: the status topic was not watched when the trigger left, so the ESP32 may have cycled the relay with its answer lost, and a second trigger could cycle it twice"
         }
     }
 }

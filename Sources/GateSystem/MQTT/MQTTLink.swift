@@ -30,11 +30,19 @@ public final class MQTTLink: StatusFeed {
     let wake: WakeSignal
     /// Signalled by PUBACKs while `stop` waits for its goodbye's.
     let acknowledgement: WakeSignal
+    /// Where the link counts its connection from connect to the end of its loop
+    /// (`gate open` waits for its DISCONNECT before the process exits).
+    let sessions: MQTTSessions?
+    /// The level of "down; retrying" and "refused" lines: warnings for the daemon's
+    /// link, info for an opening's own watch (its opening's words say what it missed).
+    let troubleLevel: Logger.Level
 
     struct LinkState {
         var client: MosquittoClient?
         /// SUBACK for the status topic seen on the current connection.
         var ready = false
+        /// Counts the subscriptions made: each SUBACK starts a new session.
+        var session: UInt64 = 0
         var subscribeID: Int32?
         /// The running opening's observer (`attach`).
         var observer: (@Sendable (RelayObserver.Report) -> Void)?
@@ -48,6 +56,8 @@ public final class MQTTLink: StatusFeed {
         /// waits as long as the connect: minutes, to a blackholed broker).
         var connectReturned = false
         var lastError: String?
+        /// A connection failed or was refused: the first one will not be live soon.
+        var failedOnce = false
         /// SUBSCRIBE message ids of `extras.subscriptions` on the current connection.
         var extraSubscribeIDs: [Int32: String] = [:]
         /// CONNACK accepted on the current connection.
@@ -61,10 +71,14 @@ public final class MQTTLink: StatusFeed {
         credentials: CredentialLookup,
         logger: Logger,
         extras: LinkExtras = LinkExtras(),
+        sessions: MQTTSessions? = nil,
+        troubleLevel: Logger.Level = .warning,
         onEvent: @escaping @Sendable (MQTTLink, LinkEvent) -> Void = { _, _ in },
         onUnclaimed: @escaping @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
     ) throws(WakeSignalError) {
         self.config = config
+        self.sessions = sessions
+        self.troubleLevel = troubleLevel
         self.extras = extras
         self.onEvent = onEvent
         self.topic = MQTTStatusTopic(config: config)
@@ -79,6 +93,11 @@ public final class MQTTLink: StatusFeed {
 
     /// Connected and subscribed: an opening can publish at once.
     public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
+
+    public var liveSession: UInt64? { state.withLock { $0.ready && !$0.stopped ? $0.session : nil } }
+
+    /// A connection failed or was refused since the link started: not worth waiting for.
+    var hasFailed: Bool { state.withLock { $0.failedOnce } }
 
     /// CONNACK accepted on the current connection: `publish` can send.
     public var isConnected: Bool { state.withLock { $0.connected && !$0.stopped } }
@@ -116,7 +135,10 @@ public final class MQTTLink: StatusFeed {
             // library's locks; ThreadSanitizer reported that at daemon stop), and the caller
             // does not wait: a reconnect in progress to an unreachable broker keeps that
             // thread in connect(2) until the kernel gives up. The client is freed after.
-            OSThread.detach { client.stopLoop(force: false) }
+            OSThread.detach { [sessions] in
+                client.stopLoop(force: false)
+                sessions?.ended()
+            }
         }
     }
 
@@ -131,8 +153,12 @@ public final class MQTTLink: StatusFeed {
                 waitForWake(milliseconds: -1)
                 return
             case .failure(let reason):
-                state.withLock { $0.lastError = reason.description }
-                logger.warning(
+                state.withLock {
+                    $0.lastError = reason.description
+                    $0.failedOnce = true
+                }
+                logger.log(
+                    level: troubleLevel,
                     "MQTT link down; retrying",
                     metadata: [
                         "broker": "\(broker)", "reason": "\(reason)", "retry_in_s": "\(delay)",
@@ -179,13 +205,21 @@ public final class MQTTLink: StatusFeed {
                 try client.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
                 let stopped = state.withLock { state -> Bool in
                     state.connectReturned = true
+                    // Counted here, under the lock `stop` takes: from now on `stop`
+                    // disconnects this client and ends the count.
+                    if !state.stopped { sessions?.began() }
                     return state.stopped
                 }
                 if stopped {
                     client.disconnect()
                     return .success(())
                 }
-                try client.startLoop()
+                do {
+                    try client.startLoop()
+                } catch {
+                    sessions?.ended()
+                    throw error
+                }
             } catch {
                 state.withLock { if $0.client === client { $0.client = nil } }
                 let detail = state.withLock { $0.lastError }.map { " (\($0))" } ?? ""
@@ -212,7 +246,9 @@ public final class MQTTLink: StatusFeed {
 
         case .connected(let code):
             guard code == 0 else {
-                logger.warning(
+                state.withLock { $0.failedOnce = true }
+                logger.log(
+                    level: troubleLevel,
                     "MQTT broker refused the link; retrying",
                     metadata: [
                         "broker": "\(broker)", "reason": "\(MosquittoError.connackWords(for: code))",
@@ -267,6 +303,7 @@ public final class MQTTLink: StatusFeed {
             }
             state.withLock {
                 $0.ready = true
+                $0.session += 1
                 $0.lastError = nil
             }
             logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
@@ -302,7 +339,11 @@ public final class MQTTLink: StatusFeed {
             }
             guard code != 0, !stopped else { return }
             let words = detail ?? MosquittoError.words(for: code)
-            logger.warning("MQTT link lost; reconnecting", metadata: ["broker": "\(broker)", "reason": "\(words)"])
+            logger.log(
+                level: troubleLevel,
+                "MQTT link lost; reconnecting",
+                metadata: ["broker": "\(broker)", "reason": "\(words)"]
+            )
             attempt?.report(.lost("lost the connection to MQTT broker at \(broker) (\(words))"))
 
         case .published(let id):
@@ -460,6 +501,8 @@ public struct LinkStatusFeed: StatusFeed {
     }
 
     public var relayActive: Bool { link()?.relayActive ?? false }
+
+    public var liveSession: UInt64? { link()?.liveSession }
 
     public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
         link()?.attach(observer) ?? AttemptCancel {}

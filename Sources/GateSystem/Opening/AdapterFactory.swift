@@ -56,12 +56,41 @@ public struct AdapterFactory: Sendable {
         }
     }
 
+    /// The status watch of an opening that has no other (`gate open` outside the
+    /// daemon): an MQTT link for the opening's length, subscribed to the status topic,
+    /// through which the MQTT attempt also publishes. Nil without `[mqtt]`, when MQTT
+    /// goes first (its own subscription watches), and for the caller's own adapters.
+    func watch(config: GateConfig, plan: AdapterPlan, logger: Logger) -> MQTTLink? {
+        guard custom == nil, let mqtt = config.mqtt, plan.adapters.first?.kind == .udp else { return nil }
+        let made = try? MQTTLink(
+            config: mqtt,
+            credentials: credentials,
+            logger: logger,
+            sessions: sessions,
+            troubleLevel: .info,
+            onUnclaimed: { _, _ in }
+        )
+        guard let watch = made else {
+            logger.warning("cannot watch the status topic for this opening (no wake-up pipe)")
+            return nil
+        }
+        if let failure = watch.start() {
+            logger.warning(
+                "cannot watch the status topic for this opening",
+                metadata: ["error": "\(SystemError("pthread_create", code: failure))"]
+            )
+            return nil
+        }
+        return watch
+    }
+
     func make(
         _ kind: AdapterKind,
         config: GateConfig,
         selection: AdapterSelection,
         logger: Logger,
-        standby: OSThread.Standby? = nil
+        standby: OSThread.Standby? = nil,
+        watch: MQTTLink? = nil
     ) -> any GateAdapter {
         if let custom { return custom(kind) }
         switch kind {
@@ -89,7 +118,7 @@ public struct AdapterFactory: Sendable {
                 sessions: sessions
             )
             // A link made for another configuration (a reload is under way) is not used.
-            if let link = link(), link.config == mqtt {
+            if let link = watch ?? link(), link.config == mqtt {
                 return WarmMQTTAdapter(link: link, cold: cold, logger: logger)
             }
             return cold

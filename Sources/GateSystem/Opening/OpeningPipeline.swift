@@ -82,6 +82,10 @@ public struct OpeningPipeline: Sendable {
         let plan = AdapterPlan.make(config: config, selection: request.selection, udpLink: udpLink)
         let standby = adapters.standby(first: plan.adapters.first?.kind, config: config)
         defer { standby?.release() }
+        // Evidence on every path: without a watch of the caller's (the daemon's link), the
+        // opening makes its own on the status topic, for all of its attempts.
+        let watch = statusFeed == nil ? adapters.watch(config: config, plan: plan, logger: logger) : nil
+        defer { watch?.stop() }
         let recorder: OpeningRecorder
         do throws(OpeningRecorder.Refusal) {
             recorder = try OpeningRecorder.begin(
@@ -106,11 +110,16 @@ public struct OpeningPipeline: Sendable {
                 explanation: refusal.message
             )
         }
+        if let watch, plan.adapters.first?.kind == .udp {
+            await Self.waitUntilLive(watch, for: Self.watchWait)
+        }
         let result = await run(
             config: config,
             selection: request.selection,
             plan: plan,
             udpLink: udpLink,
+            feed: statusFeed ?? watch,
+            watch: watch,
             standby: standby,
             recorder: recorder,
             logger: logger,
@@ -125,6 +134,8 @@ public struct OpeningPipeline: Sendable {
         selection: AdapterSelection,
         plan: AdapterPlan,
         udpLink: LinkVerdict?,
+        feed: (any StatusFeed)?,
+        watch: MQTTLink?,
         standby: OSThread.Standby?,
         recorder: OpeningRecorder,
         logger: Logger,
@@ -132,12 +143,15 @@ public struct OpeningPipeline: Sendable {
     ) async -> (result: OpeningResult, resetAfter: Duration?) {
         let clock = self.clock
         let openingStart = clock.now()
-        let permit = TriggerPermit(relayActive: statusFeed?.relayActive ?? false, clock: clock) { at in
-            recorder.recordTrigger(at: at)
-        }
+        let permit = TriggerPermit(
+            relayActive: feed?.relayActive ?? false,
+            clock: clock,
+            watchSession: { feed?.liveSession },
+            stamp: { at in recorder.recordTrigger(at: at) }
+        )
         let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)
         defer { continuation.finish() }
-        let detach = statusFeed?.attach { report in
+        let detach = feed?.attach { report in
             let at = clock.now()
             if permit.observe(report) { continuation.yield(.observed(report, at: at)) }
         }
@@ -189,7 +203,8 @@ public struct OpeningPipeline: Sendable {
                         config: config,
                         selection: selection,
                         logger: logger,
-                        standby: standby
+                        standby: standby,
+                        watch: watch
                     ).attempt(ticket)
                     running = (
                         attemptNumber, kind, ticket, cancel,
@@ -253,15 +268,16 @@ public struct OpeningPipeline: Sendable {
             case .adapter(let number, let event, let at):
                 guard number == current.number else { continue }
                 logger.trace("adapter event", metadata: ["adapter": "\(current.kind)", "event": "\(event)"])
-                pending = machine.handle(.adapter(current.kind, event, at: at))
+                pending = Self.silence(event, attempt: number, permit: permit, machine: &machine)
+                pending += machine.handle(.adapter(current.kind, event, at: at))
             case .observed(let report, let at):
                 logger.debug("status topic", metadata: ["report": "\(report)", "during": "\(current.kind)"])
                 pending = machine.handle(.observed(report, at: at))
             case .ended(let number):
                 guard number == current.number else { continue }
-                pending = machine.handle(
-                    .adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now())
-                )
+                let event = Self.silentEnd(current.ticket, permit: permit)
+                pending = Self.silence(event, attempt: number, permit: permit, machine: &machine)
+                pending += machine.handle(.adapter(current.kind, event, at: clock.now()))
             case .overdue(let number, let stage):
                 guard number == current.number else { continue }
                 if stage == 1 {
@@ -273,9 +289,9 @@ public struct OpeningPipeline: Sendable {
                         "adapter did not finish after its deadline",
                         metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"]
                     )
-                    pending = machine.handle(
-                        .adapter(current.kind, Self.silentEnd(current.ticket, permit: permit), at: clock.now())
-                    )
+                    let event = Self.silentEnd(current.ticket, permit: permit)
+                    pending = Self.silence(event, attempt: number, permit: permit, machine: &machine)
+                    pending += machine.handle(.adapter(current.kind, event, at: clock.now()))
                 }
             }
         }
@@ -293,6 +309,37 @@ public struct OpeningPipeline: Sendable {
                 force: true,
                 logger: logger
             )
+        }
+    }
+
+    /// Silence after a trigger says the trigger was lost only when the status topic was
+    /// watched from before it left until now (docs/CONTRACT.md#evidence-and-time): the
+    /// machine hears when it was not, before it hears of the silence.
+    static func silence(
+        _ event: AdapterEvent,
+        attempt: Int,
+        permit: TriggerPermit,
+        machine: inout OpeningMachine
+    ) -> [OpeningMachine.Action] {
+        switch event {
+        case .deadlineReached, .lost:
+            guard permit.sent(attempt: attempt), !permit.watchHeld(attempt: attempt) else { return [] }
+            return machine.handle(.unwatched)
+        case .sent, .relay, .invalid, .unreachable, .misconfigured, .withheld:
+            return []
+        }
+    }
+
+    /// How long a UDP-first opening waits for its own status watch's SUBACK before the
+    /// trigger leaves: a few milliseconds with a broker on the LAN. Past it the trigger
+    /// goes anyway, and a silent UDP attempt then ends the opening (124) instead of
+    /// falling back (docs/CONTRACT.md#evidence-and-time).
+    static let watchWait = Duration.milliseconds(500)
+
+    static func waitUntilLive(_ watch: MQTTLink, for limit: Duration) async {
+        let deadline = MonotonicClock.now() + limit
+        while watch.liveSession == nil, !watch.hasFailed, MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
         }
     }
 

@@ -22,24 +22,57 @@ public final class TriggerPermit: Sendable {
         var answered = false
         /// A `1` seen on the status topic and no `0` after it, before our trigger.
         var relayActive = false
+        /// The status watch's session when the running attempt's trigger left; nil
+        /// when no watch was live then.
+        var watchAtSend: UInt64?
+        /// Status reports seen after this opening's first trigger, by kind: what the
+        /// daemon then expects no more of as this opening's echo.
+        var activationsSeen = 0
+        var releasesSeen = 0
     }
 
     private let state: Mutex<State>
     private let stamp: @Sendable (MonotonicInstant) -> Void
+    /// The live session of the opening's status watch (`StatusFeed.liveSession`).
+    private let watchSession: @Sendable () -> UInt64?
     let clock: any OpeningClock
 
     /// - Parameters:
     ///   - relayActive: the relay is already known to be active (the daemon's link saw
     ///     a `1` without its `0`).
     ///   - stamp: records the trigger's time where the next opener will find it.
+    ///   - watchSession: the opening's status watch's live session, if it has one.
     public init(
         relayActive: Bool = false,
         clock: any OpeningClock = SystemOpeningClock(),
+        watchSession: @escaping @Sendable () -> UInt64? = { nil },
         stamp: @escaping @Sendable (MonotonicInstant) -> Void
     ) {
         self.state = Mutex(State(relayActive: relayActive))
         self.stamp = stamp
+        self.watchSession = watchSession
         self.clock = clock
+    }
+
+    /// Whether the attempt's trigger left while the status watch was live, and the
+    /// same watch is live still: only then does its silence say the trigger was lost.
+    func watchHeld(attempt: Int) -> Bool {
+        let atSend = state.withLock { state -> UInt64? in
+            guard state.attempt == attempt, state.sentInAttempt else { return nil }
+            return state.watchAtSend
+        }
+        guard let atSend else { return false }
+        return watchSession() == atSend
+    }
+
+    /// Whether the attempt's trigger has left.
+    func sent(attempt: Int) -> Bool {
+        state.withLock { $0.attempt == attempt && $0.sentInAttempt }
+    }
+
+    /// Status reports seen on the watch after this opening's first trigger.
+    var echoesSeen: (activations: Int, releases: Int) {
+        state.withLock { ($0.activationsSeen, $0.releasesSeen) }
     }
 
     /// Opens the permit for a new attempt; closes the one before.
@@ -49,6 +82,7 @@ public final class TriggerPermit: Sendable {
             state.deadline = deadline
             state.open = true
             state.sentInAttempt = false
+            state.watchAtSend = nil
         }
     }
 
@@ -73,7 +107,12 @@ public final class TriggerPermit: Sendable {
                 // payload outside the protocol is passed on (the MQTT attempt's own
                 // answer) but says nothing about the relay.
                 switch report {
-                case .activated, .released: state.answered = true
+                case .activated:
+                    state.answered = true
+                    state.activationsSeen += 1
+                case .released:
+                    state.answered = true
+                    state.releasesSeen += 1
                 case .invalid: break
                 }
                 return true
@@ -100,6 +139,7 @@ public final class TriggerPermit: Sendable {
             // Recorded before the send: a process killed between the two still leaves
             // the cooldown's start behind.
             stamp(now)
+            state.watchAtSend = watchSession()
             state.sentInAttempt = true
             state.sentInOpening = true
             try send()
@@ -223,6 +263,10 @@ public protocol StatusFeed: Sendable {
     /// Whether the last status seen was a `1` without its `0`, still within its
     /// release budget.
     var relayActive: Bool { get }
+    /// The subscription now live (its SUBACK seen), or nil while there is none. It
+    /// changes whenever the subscription is lost and made again: a watch that broke
+    /// in between may have missed messages (docs/CONTRACT.md#evidence-and-time).
+    var liveSession: UInt64? { get }
     /// Delivers every non-retained status message until the returned detach is called.
     func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel
 }
