@@ -145,7 +145,7 @@ struct ButtonService: Service, CustomStringConvertible {
         var logger = context.logger
         logger[metadataKey: "source"] = "button"
         var announced = false
-        let result = await context.pipeline.open(config: context.config, request: OpeningRequest(source: "button")) {
+        let result = await context.open(OpeningRequest(source: "button")) {
             _,
             _ in
             // Once the lock and the cooldown let the opening through.

@@ -103,7 +103,7 @@ struct ControlService: Service, CustomStringConvertible {
                 metadata: ["via": "\(opening.selection.rawValue)", "force": "\(opening.force)"]
             )
             let request = OpeningRequest(source: opening.source, selection: opening.selection, force: opening.force)
-            let result = await context.pipeline(logger: logger).open(config: context.config, request: request) {
+            let result = await context.open(request, logger: logger) {
                 state,
                 adapter in
                 connection.send(.state(state, adapter))

@@ -34,7 +34,17 @@ public final class DaemonContext: Sendable {
     let linkEvents: AsyncStream<(MQTTLink, LinkEvent)>
     private let linkEventSink: AsyncStream<(MQTTLink, LinkEvent)>.Continuation
     private let subscribers: [AsyncStream<GateConfig>.Continuation]
-    private let linkSlot = Mutex<MQTTLink?>(nil)
+    private let linkSlot = Mutex(LinkSlot())
+    /// Told each time the last opening in flight ends (a replacement of the link may wait).
+    let openingsIdle: AsyncStream<Void>
+    private let openingsIdleSink: AsyncStream<Void>.Continuation
+
+    /// The warm link and the openings that use it: a reload never replaces the link
+    /// under an opening in flight (docs/CONTRACT.md#gate-daemon).
+    struct LinkSlot {
+        var link: MQTTLink?
+        var openings = 0
+    }
 
     public init(
         config: GateConfig,
@@ -60,6 +70,9 @@ public final class DaemonContext: Sendable {
         self.notifyUpdates = notify.stream
         self.linkEvents = events.stream
         self.linkEventSink = events.continuation
+        let idle = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.openingsIdle = idle.stream
+        self.openingsIdleSink = idle.continuation
         self.subscribers = [button.continuation, link.continuation, homeAssistant.continuation, notify.continuation]
         self.configPath = configPath
         self.paths = paths
@@ -81,22 +94,55 @@ public final class DaemonContext: Sendable {
     }
 
     /// The warm link openings should use, if one is up or coming up.
-    var link: MQTTLink? { linkSlot.withLock { $0 } }
+    var link: MQTTLink? { linkSlot.withLock { $0.link } }
 
-    /// The one opening pipeline, with the warm link as MQTT adapter and as a
-    /// witness: what it sees on the status topic during an opening is evidence.
-    var pipeline: OpeningPipeline { pipeline(logger: logger) }
+    /// The one opening pipeline, for what is not an opening of the daemon's own
+    /// (`elsewhere` cycles); openings go through `open`.
+    var pipeline: OpeningPipeline { pipeline(logger: logger, link: link) }
 
-    /// The one pipeline, logging with `logger` (the opener's metadata: the control
-    /// socket's client).
-    func pipeline(logger: Logger) -> OpeningPipeline {
-        let link: @Sendable () -> MQTTLink? = { [weak self] in self?.link }
-        return OpeningPipeline(
+    /// The one pipeline, logging with `logger` (the opener's metadata), with `link` as
+    /// its MQTT adapter and its witness: what it sees on the status topic during the
+    /// opening is evidence. Without a link the opening watches on its own.
+    private func pipeline(logger: Logger, link: MQTTLink?) -> OpeningPipeline {
+        OpeningPipeline(
             paths: paths,
-            adapters: AdapterFactory(credentials: credentials, link: link, longLived: true),
-            statusFeed: LinkStatusFeed(link: link),
+            adapters: AdapterFactory(credentials: credentials, link: { link }, longLived: true),
+            statusFeed: link,
             logger: logger
         )
+    }
+
+    /// Runs one opening with the running configuration and the warm link of its start:
+    /// both stay its own until it ends, whatever a reload does meanwhile.
+    func open(
+        _ request: OpeningRequest,
+        logger: Logger? = nil,
+        onStateChange: @escaping (GateState, AdapterKind?) -> Void = { _, _ in }
+    ) async -> OpeningResult {
+        let (config, link) = linkSlot.withLock { slot -> (GateConfig, MQTTLink?) in
+            slot.openings += 1
+            return (self.config, slot.link)
+        }
+        defer {
+            let idle = linkSlot.withLock { slot -> Bool in
+                slot.openings -= 1
+                return slot.openings == 0
+            }
+            if idle { openingsIdleSink.yield() }
+        }
+        return await pipeline(logger: logger ?? self.logger, link: link)
+            .open(config: config, request: request, onStateChange: onStateChange)
+    }
+
+    /// Takes the warm link out of service for a replacement, unless an opening is in
+    /// flight: then nothing changes and the caller tries again at `openingsIdle`. An
+    /// opening that starts once it is out watches on its own.
+    func takeLinkForReplacement() -> MQTTLink?? {
+        linkSlot.withLock { slot -> MQTTLink?? in
+            guard slot.openings == 0 else { return .none }
+            defer { slot.link = nil }
+            return .some(slot.link)
+        }
     }
 
     /// What the link for `config` carries for Home Assistant: its last will and the
@@ -117,7 +163,7 @@ public final class DaemonContext: Sendable {
     }
 
     func setLink(_ link: MQTTLink?) {
-        linkSlot.withLock { $0 = link }
+        linkSlot.withLock { $0.link = link }
     }
 
     /// Sends a notification to systemd when it asked for them; failures are logged only:

@@ -239,10 +239,7 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         let context = self.context
         context.logger.info("Home Assistant button pressed; opening", metadata: ["source": "\(Self.source)"])
         opening = Task {
-            let result = await context.pipeline.open(
-                config: context.config,
-                request: OpeningRequest(source: Self.source)
-            )
+            let result = await context.open(OpeningRequest(source: Self.source))
             continuation.yield(.openingFinished(result))
         }
     }

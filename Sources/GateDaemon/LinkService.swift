@@ -27,6 +27,8 @@ struct LinkService: Service, CustomStringConvertible {
         case status(payload: [UInt8], at: MonotonicInstant)
         case timer(at: MonotonicInstant)
         case config(GateConfig)
+        /// The last opening in flight ended: a replacement that waited may go.
+        case openingsIdle
         /// The watchdog's beat (ServiceProgress): this loop is alive.
         case beat
     }
@@ -37,9 +39,13 @@ struct LinkService: Service, CustomStringConvertible {
         let reloads = Task {
             for await config in context.linkUpdates { continuation.yield(.config(config)) }
         }
+        let idles = Task {
+            for await _ in context.openingsIdle { continuation.yield(.openingsIdle) }
+        }
         let beats = context.progress.beats { continuation.yield(.beat) }
         defer {
             reloads.cancel()
+            idles.cancel()
             beats?.cancel()
         }
 
@@ -54,6 +60,8 @@ struct LinkService: Service, CustomStringConvertible {
         var lastUnansweredRecorded: MonotonicInstant?
         var unansweredSinceRecorded = 0
         var timer: Task<Void, Never>?
+        /// A link for a new configuration, waiting for the opening in flight to end.
+        var replacement: (mqtt: MQTTConfig?, extras: LinkExtras)?
 
         for await input in inputs.cancelOnGracefulShutdown() {
             var actions: [RelayObserver.Action] = []
@@ -67,10 +75,22 @@ struct LinkService: Service, CustomStringConvertible {
                 continue
             case .config(let config):
                 let newExtras = DaemonContext.linkExtras(for: config)
-                guard config.mqtt != mqtt || newExtras != extras else { continue }
-                link?.stop()
-                mqtt = config.mqtt
-                extras = newExtras
+                guard !Self.sameLink(config.mqtt, mqtt) || newExtras != extras else {
+                    replacement = nil
+                    continue
+                }
+                replacement = (config.mqtt, newExtras)
+                fallthrough
+            case .openingsIdle:
+                guard let next = replacement else { continue }
+                guard let old = context.takeLinkForReplacement() else {
+                    logger.info("MQTT link kept until the opening in flight ends; replaced then")
+                    continue
+                }
+                old?.stop()
+                replacement = nil
+                mqtt = next.mqtt
+                extras = next.extras
                 logger.info(
                     mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration"
                 )
@@ -197,6 +217,15 @@ struct LinkService: Service, CustomStringConvertible {
             )
             context.setLink(nil)
             return nil
+        }
+    }
+
+    /// Whether a link made for `old` serves `new` (`MQTTConfig.sameLink`: all but the timeout).
+    static func sameLink(_ new: MQTTConfig?, _ old: MQTTConfig?) -> Bool {
+        switch (new, old) {
+        case (nil, nil): true
+        case (let new?, let old?): new.sameLink(as: old)
+        case (nil, _?), (_?, nil): false
         }
     }
 

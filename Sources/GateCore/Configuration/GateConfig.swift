@@ -179,3 +179,14 @@ public struct RuntimeConfig: Sendable, Equatable {
         self.cooldown = cooldown
     }
 }
+
+extension MQTTConfig {
+    /// Whether a link made for `other` serves this configuration as well: every key
+    /// but `timeout`, which only openings read (a reload of it never replaces the link,
+    /// docs/CONTRACT.md#gate-daemon).
+    public func sameLink(as other: MQTTConfig) -> Bool {
+        var other = other
+        other.timeout = timeout
+        return self == other
+    }
+}

@@ -491,20 +491,3 @@ struct LinkFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
-
-/// The daemon's current link as a `StatusFeed` (a reload may replace the link).
-public struct LinkStatusFeed: StatusFeed {
-    let link: @Sendable () -> MQTTLink?
-
-    public init(link: @escaping @Sendable () -> MQTTLink?) {
-        self.link = link
-    }
-
-    public var relayActive: Bool { link()?.relayActive ?? false }
-
-    public var liveSession: UInt64? { link()?.liveSession }
-
-    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
-        link()?.attach(observer) ?? AttemptCancel {}
-    }
-}

@@ -49,7 +49,7 @@ public struct AdapterFactory: Sendable {
         guard custom == nil, let mqtt = config.mqtt else { return nil }
         switch first {
         case .mqtt:
-            if let link = link(), link.config == mqtt { return nil }
+            if let link = link(), link.config.sameLink(as: mqtt) { return nil }
             return MQTTAdapter.standbyThread()
         case .udp, nil:
             return nil
@@ -118,7 +118,7 @@ public struct AdapterFactory: Sendable {
                 sessions: sessions
             )
             // A link made for another configuration (a reload is under way) is not used.
-            if let link = watch ?? link(), link.config == mqtt {
+            if let link = watch ?? link(), link.config.sameLink(as: mqtt) {
                 return WarmMQTTAdapter(link: link, cold: cold, logger: logger)
             }
             return cold
