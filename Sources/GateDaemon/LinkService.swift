@@ -14,10 +14,6 @@ struct LinkService: Service, CustomStringConvertible {
     var description: String { Self.name }
     let context: DaemonContext
 
-    /// A `1` this soon after a local opening ended is that opening's late echo
-    /// through the broker, not a new cycle.
-    static let echoWindow = Duration.milliseconds(1000)
-
     /// After an unanswered `1` went into the history, further unanswered `1`s within
     /// this window are logged but not added: a client publishing forged `1`s every few
     /// seconds leaves one history line a minute, not one per message.
@@ -25,6 +21,8 @@ struct LinkService: Service, CustomStringConvertible {
 
     enum Input: Sendable {
         case status(payload: [UInt8], at: MonotonicInstant)
+        /// A local opening ended; what of its cycle it did not see may still come.
+        case openingEnded(RelayObserver.Echoes, at: MonotonicInstant)
         case timer(at: MonotonicInstant)
         case config(GateConfig)
         /// The last opening in flight ended: a replacement that waited may go.
@@ -97,6 +95,8 @@ struct LinkService: Service, CustomStringConvertible {
                 link = startLink(mqtt, extras: extras, into: continuation)
             case .timer(let at):
                 actions = observer.handle(.timerFired(at: at))
+            case .openingEnded(let echoes, let at):
+                actions = observer.handle(.localOpeningEnded(owed: echoes, at: at))
             case .status(let payload, let at):
                 guard let mqtt,
                     let report = RelayObserver.report(
@@ -104,21 +104,18 @@ struct LinkService: Service, CustomStringConvertible {
                     )
                 else { continue }
                 var local = false
+                var recorder: OpeningRecorder?
                 if report == .activated, observer.activeSince == nil {
                     // The lock says whether a local opening owns this cycle; holding it
                     // also keeps local openings out while the relay is held elsewhere.
                     switch context.pipeline.beginElsewhere(config: context.config) {
-                    case .success(let recorder):
-                        if let end = recorder.previousEnd, MonotonicClock.now().duration(since: end) < Self.echoWindow {
-                            local = true
-                        } else {
-                            cycle = recorder
-                        }
-                    case .failure:
-                        local = true
+                    case .success(let taken): recorder = taken
+                    case .failure: local = true
                     }
                 }
                 actions = observer.handle(.report(report, at: at, local: local))
+                // Kept only for a cycle the observer follows; an echo lets the lock go.
+                if actions.contains(where: { if case .began = $0 { true } else { false } }) { cycle = recorder }
             }
             for action in actions {
                 switch action {
@@ -171,6 +168,8 @@ struct LinkService: Service, CustomStringConvertible {
                     }
                 case .ignoredInvalid(let why):
                     logger.warning("status topic: \(why)")
+                case .echo(let report):
+                    logger.debug("status topic: the late echo of a local opening", metadata: ["report": "\(report)"])
                 }
             }
         }
@@ -194,7 +193,8 @@ struct LinkService: Service, CustomStringConvertible {
                 credentials: context.credentials,
                 logger: context.logger,
                 extras: extras,
-                onEvent: context.linkEventHandler
+                onEvent: context.linkEventHandler,
+                onOpeningEnded: { echoes in continuation.yield(.openingEnded(echoes, at: MonotonicClock.now())) }
             ) { payload, retained in
                 // Retained status is whatever the relay did last time: stale by definition.
                 guard !retained else { return }

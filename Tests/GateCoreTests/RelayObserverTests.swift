@@ -29,6 +29,45 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
         #expect(observer.activeSince == nil)
     }
 
+    /// Echoes matched by count (docs/CONTRACT.md#gate-daemon, issue 28 item 12): before, any
+    /// `1` within 1 s of a local opening's end was taken for its echo.
+    @Test func aLocalOpeningThatSawItsCycleOwesNoEcho() {
+        var observer = RelayObserver(releaseBudget: .seconds(5))
+        #expect(observer.handle(.localOpeningEnded(owed: .none, at: at(0))) == [])
+        // Another client's cycle 0.9 s later is someone else's, with its cooldown.
+        #expect(
+            observer.handle(.report(.activated, at: at(900), local: false)) == [
+                .began(at: at(900)), .armTimer(at: at(5900)),
+            ]
+        )
+    }
+
+    @Test func anEchoIsCountedOffOnceThenCyclesAreElsewhere() {
+        var observer = RelayObserver(releaseBudget: .seconds(5))
+        let owed = RelayObserver.Echoes(activations: 1, releases: 1)
+        #expect(observer.handle(.localOpeningEnded(owed: owed, at: at(0))) == [])
+        #expect(observer.handle(.report(.activated, at: at(100), local: false)) == [.echo(.activated)])
+        #expect(observer.handle(.report(.released, at: at(500), local: false)) == [.echo(.released)])
+        #expect(observer.activeSince == nil)
+        // A second `1` is beyond the one owed: someone else's.
+        #expect(
+            observer.handle(.report(.activated, at: at(700), local: false)) == [
+                .began(at: at(700)), .armTimer(at: at(5700)),
+            ]
+        )
+    }
+
+    @Test func anOwedEchoThatNeverCameExpires() {
+        var observer = RelayObserver(releaseBudget: .seconds(5))
+        _ = observer.handle(.localOpeningEnded(owed: RelayObserver.Echoes(activations: 1, releases: 1), at: at(0)))
+        let late = at(UInt64(RelayObserver.echoBound.milliseconds) + 1)
+        #expect(
+            observer.handle(.report(.activated, at: late, local: false)) == [
+                .began(at: late), .armTimer(at: late + .seconds(5)),
+            ]
+        )
+    }
+
     @Test func aLoneReleaseMeansNothing() {
         var observer = RelayObserver(releaseBudget: .seconds(5))
         #expect(observer.handle(.report(.released, at: at(10), local: false)) == [])

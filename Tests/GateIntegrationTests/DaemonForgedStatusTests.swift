@@ -133,3 +133,43 @@ extension DaemonTests {
         }
     }
 }
+
+extension DaemonTests {
+    /// Echoes matched by count (docs/CONTRACT.md#gate-daemon, issue 28 item 12): before, a `1`
+    /// within 1 s of a local opening's end was taken for its echo, so another client's cycle
+    /// then got no history line and no cooldown.
+    @Suite("Echoes are matched by count")
+    struct EchoCount {
+        @Test("Another client's cycle 0.3 s after a local opening is recorded as elsewhere and starts the cooldown")
+        func cycleRightAfterALocalOpeningIsElsewhere() throws {
+            let broker = try MosquittoBroker(.plain)
+            let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(broker.port)])
+            let config = try TestConfig(
+                daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port) + "[runtime]\ncooldown = 5\n"
+            )
+            let environment = GateRunner.isolatedEnvironment()
+            let daemon = try DaemonProcess(config: config.path, environment: environment)
+            try daemon.waitForReady()
+            #expect(daemon.waitForLog("gate: info: MQTT link up"), "\(daemon.log)")
+            daemon.waitForSettling()
+
+            let pressed = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: pressed), "\(daemon.log)")
+            // The local cycle's own 1 and 0 reach the link while the opening runs; the
+            // next cycle is another client's.
+            Thread.sleep(forTimeInterval: 0.3)
+            try broker.publish(topic: statusTopic, payload: "1", qos: 1)
+            Thread.sleep(forTimeInterval: 0.1)
+            try broker.publish(topic: statusTopic, payload: "0", qos: 1)
+            #expect(daemon.waitForLog("relay activated by someone else"), "\(daemon.log)")
+            #expect(
+                waitUntil(.seconds(10)) {
+                    (try? daemon.history().contains { $0["source"] as? String == "elsewhere" }) == true
+                },
+                "\((try? daemon.history()) ?? [])\n\(daemon.log)"
+            )
+            #expect(try sim.activations().count == 1)
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
+    }
+}

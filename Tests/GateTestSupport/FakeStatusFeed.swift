@@ -14,6 +14,7 @@ public final class FakeStatusFeed: StatusFeed {
         var observers: [Int: @Sendable (RelayObserver.Report) -> Void] = [:]
         var nextID = 0
         var attachments = 0
+        var owed: [RelayObserver.Echoes] = []
     }
 
     private let state: Mutex<State>
@@ -38,20 +39,26 @@ public final class FakeStatusFeed: StatusFeed {
         state.withLock { $0.relayActive = active }
     }
 
-    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             state.observers[state.nextID] = observer
             state.attachments += 1
             return state.nextID
         }
-        return AttemptCancel { [self] in
-            _ = state.withLock { $0.observers.removeValue(forKey: id) }
+        return StatusFeedAttachment { [self] echoes in
+            state.withLock {
+                $0.observers.removeValue(forKey: id)
+                $0.owed.append(echoes)
+            }
         }
     }
 
     /// Observers attached now.
     public var attached: Int { state.withLock { $0.observers.count } }
+
+    /// The echoes each ended attachment said were still to come, in order.
+    public var echoesOwed: [RelayObserver.Echoes] { state.withLock { $0.owed } }
 
     /// How often anyone attached, detached or not.
     public var attachments: Int { state.withLock { $0.attachments } }

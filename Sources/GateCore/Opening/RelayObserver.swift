@@ -13,6 +13,9 @@
 ///   opening (or of one that started before the daemon) and means nothing.
 /// - A cycle whose `0` does not come within `releaseBudget` ends as a timeout, as
 ///   an opening's would: the relay's release was never reported.
+/// - A local opening expects exactly one `1` and one `0` of its own cycle; those it
+///   did not see while it ran are its echoes for `echoBound` after its end, counted
+///   off one by one. Anything beyond is someone else's.
 /// - A repeated `1` is harmless (docs/CONTRACT.md#protocol-over-mqtt); an invalid payload is reported and
 ///   ends nothing.
 public struct RelayObserver: Sendable, Hashable {
@@ -22,8 +25,25 @@ public struct RelayObserver: Sendable, Hashable {
         case invalid(InvalidAnswer)
     }
 
+    /// What a local opening still expects to see of its own cycle on the status topic
+    /// after it ended: one `1` and one `0` per opening whose trigger left, less those
+    /// it saw while it ran.
+    public struct Echoes: Sendable, Hashable {
+        public var activations: Int
+        public var releases: Int
+
+        public init(activations: Int, releases: Int) {
+            self.activations = activations
+            self.releases = releases
+        }
+
+        public static let none = Echoes(activations: 0, releases: 0)
+    }
+
     public enum Event: Sendable, Hashable {
         case report(Report, at: MonotonicInstant, local: Bool)
+        /// A local opening ended; `owed` is what of its cycle it did not see.
+        case localOpeningEnded(owed: Echoes, at: MonotonicInstant)
         /// The timer last asked for by `.armTimer` expired.
         case timerFired(at: MonotonicInstant)
     }
@@ -37,7 +57,13 @@ public struct RelayObserver: Sendable, Hashable {
         case armTimer(at: MonotonicInstant)
         /// Something outside the protocol was published; log it.
         case ignoredInvalid(InvalidAnswer)
+        /// A late echo of a local opening's own cycle: nothing to record.
+        case echo(Report)
     }
+
+    /// How long after a local opening's end its missing echoes are waited for: past
+    /// it, a `1` is someone else's cycle even when an echo never came.
+    public static let echoBound = Duration.milliseconds(1500)
 
     /// How long a `1` without its `0` counts as a held relay: the daemon's `elsewhere`
     /// cycle keeps the opening lock, and openers refuse a busy relay (docs/CONTRACT.md#evidence-and-time), at most
@@ -53,6 +79,9 @@ public struct RelayObserver: Sendable, Hashable {
     public let releaseBudget: Duration
     /// When the followed cycle's `1` came; nil while nothing is followed.
     public private(set) var activeSince: MonotonicInstant?
+    /// The last local opening's echoes not seen yet, and until when they count.
+    private var owed = Echoes.none
+    private var owedUntil: MonotonicInstant?
 
     public init(releaseBudget: Duration) {
         self.releaseBudget = releaseBudget
@@ -60,12 +89,19 @@ public struct RelayObserver: Sendable, Hashable {
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
+        case .localOpeningEnded(let echoes, let at):
+            owed = echoes
+            owedUntil = at + Self.echoBound
+            return []
         case .report(.activated, let at, let local):
             if activeSince != nil || local { return [] }
+            if takeOwed(\.activations, at: at) { return [.echo(.activated)] }
             activeSince = at
             return [.began(at: at), .armTimer(at: at + releaseBudget)]
         case .report(.released, let at, _):
-            guard let since = activeSince else { return [] }
+            guard let since = activeSince else {
+                return takeOwed(\.releases, at: at) ? [.echo(.released)] : []
+            }
             activeSince = nil
             return [.ended(released: true, duration: at.duration(since: since))]
         case .report(.invalid(let why), _, _):
@@ -76,6 +112,13 @@ public struct RelayObserver: Sendable, Hashable {
             activeSince = nil
             return [.ended(released: false, duration: at.duration(since: since))]
         }
+    }
+
+    /// Counts one owed echo of this kind off, if one is owed and still awaited.
+    private mutating func takeOwed(_ kind: WritableKeyPath<Echoes, Int>, at: MonotonicInstant) -> Bool {
+        guard owed[keyPath: kind] > 0, let until = owedUntil, at < until else { return false }
+        owed[keyPath: kind] -= 1
+        return true
     }
 
     /// Maps a decoded status payload to a report; nil for events a payload cannot be.

@@ -23,6 +23,8 @@ public final class MQTTLink: StatusFeed {
     let credentials: CredentialLookup
     let logger: Logger
     let onUnclaimed: @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
+    /// An opening attached to the link ended, with the echoes of its cycle still to come.
+    let onOpeningEnded: @Sendable (RelayObserver.Echoes) -> Void
     /// A last will, more topics, and who hears of them (Home Assistant, docs/CONTRACT.md#home-assistant).
     public let extras: LinkExtras
     let onEvent: @Sendable (MQTTLink, LinkEvent) -> Void
@@ -74,8 +76,10 @@ public final class MQTTLink: StatusFeed {
         sessions: MQTTSessions? = nil,
         troubleLevel: Logger.Level = .warning,
         onEvent: @escaping @Sendable (MQTTLink, LinkEvent) -> Void = { _, _ in },
+        onOpeningEnded: @escaping @Sendable (RelayObserver.Echoes) -> Void = { _ in },
         onUnclaimed: @escaping @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
     ) throws(WakeSignalError) {
+        self.onOpeningEnded = onOpeningEnded
         self.config = config
         self.sessions = sessions
         self.troubleLevel = troubleLevel
@@ -322,12 +326,12 @@ public final class MQTTLink: StatusFeed {
                 case .released: state.activeSince = nil
                 case .invalid, nil: break
                 }
+                // Under the lock, in order with an opening's end (`attach`).
+                if state.observer == nil { onUnclaimed(payload, retained) }
                 return state.observer
             }
             if let report, let observer {
                 observer(report)
-            } else if observer == nil {
-                onUnclaimed(payload, retained)
             }
 
         case .disconnected(let code):
@@ -401,12 +405,15 @@ public final class MQTTLink: StatusFeed {
         return MonotonicClock.now() < since + RelayObserver.activeBound
     }
 
-    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel {
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment {
         state.withLock { $0.observer = observer }
-        return AttemptCancel { [self] in
+        return StatusFeedAttachment { [self] echoes in
+            // Under the lock the message handler takes: the news of the end is in order
+            // with every message after it.
             state.withLock {
                 $0.observer = nil
                 $0.attempt = nil
+                onOpeningEnded(echoes)
             }
         }
     }

@@ -155,7 +155,7 @@ public struct OpeningPipeline: Sendable {
             let at = clock.now()
             if permit.observe(report) { continuation.yield(.observed(report, at: at)) }
         }
-        defer { detach?() }
+        defer { detach?.detach(owing: permit.echoesOwed) }
 
         if let udp = config.udp, let udpLink {
             logger.debug(

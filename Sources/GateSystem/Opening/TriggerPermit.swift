@@ -70,9 +70,16 @@ public final class TriggerPermit: Sendable {
         state.withLock { $0.attempt == attempt && $0.sentInAttempt }
     }
 
-    /// Status reports seen on the watch after this opening's first trigger.
-    var echoesSeen: (activations: Int, releases: Int) {
-        state.withLock { ($0.activationsSeen, $0.releasesSeen) }
+    /// What of its own cycle the opening did not see on the status topic: one `1` and
+    /// one `0` once a trigger left, less those seen after it.
+    var echoesOwed: RelayObserver.Echoes {
+        state.withLock { state in
+            guard state.sentInOpening else { return .none }
+            return RelayObserver.Echoes(
+                activations: max(0, 1 - state.activationsSeen),
+                releases: max(0, 1 - state.releasesSeen)
+            )
+        }
     }
 
     /// Opens the permit for a new attempt; closes the one before.
@@ -267,6 +274,21 @@ public protocol StatusFeed: Sendable {
     /// changes whenever the subscription is lost and made again: a watch that broke
     /// in between may have missed messages (docs/CONTRACT.md#evidence-and-time).
     var liveSession: UInt64? { get }
-    /// Delivers every non-retained status message until the returned detach is called.
-    func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> AttemptCancel
+    /// Delivers every non-retained status message until the returned attachment ends.
+    func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment
+}
+
+/// An opening's hold on a `StatusFeed`. Ending it says which echoes of the opening's
+/// own cycle are still to come (`RelayObserver.Echoes`), in one step with the detach,
+/// so that no status message falls between the two.
+public struct StatusFeedAttachment: Sendable {
+    let end: @Sendable (RelayObserver.Echoes) -> Void
+
+    public init(end: @escaping @Sendable (RelayObserver.Echoes) -> Void) {
+        self.end = end
+    }
+
+    public func detach(owing echoes: RelayObserver.Echoes) {
+        end(echoes)
+    }
 }
