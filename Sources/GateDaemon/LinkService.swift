@@ -194,12 +194,13 @@ struct LinkService: Service, CustomStringConvertible {
                 logger: context.logger,
                 extras: extras,
                 onEvent: context.linkEventHandler,
-                onOpeningEnded: { echoes in continuation.yield(.openingEnded(echoes, at: MonotonicClock.now())) }
-            ) { payload, retained in
-                // Retained status is whatever the relay did last time: stale by definition.
-                guard !retained else { return }
-                continuation.yield(.status(payload: payload, at: MonotonicClock.now()))
-            }
+                onOpeningEnded: { echoes in continuation.yield(.openingEnded(echoes, at: MonotonicClock.now())) },
+                onUnclaimed: { payload, retained in
+                    // Retained status is whatever the relay did last time: stale by definition.
+                    guard !retained else { return }
+                    continuation.yield(.status(payload: payload, at: MonotonicClock.now()))
+                }
+            )
             if let failure = link.start() {
                 context.logger.error(
                     "cannot start the MQTT link",
