@@ -127,6 +127,43 @@ private func fakeHeardSomething(_ log: String) -> Bool {
     text(log).range(of: "received [1-9]", options: .regularExpression) != nil
 }
 
+/// Whether every thread of `pid` is stopped (state `T` in /proc).
+private func isStopped(_ pid: Int32) -> Bool {
+    guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return false }
+    return tasks.allSatisfy { task in
+        let stat = text("/proc/\(pid)/task/\(task)/stat")
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
+    }
+}
+
+/// Whether nobody holds the opening lock (the runtime folder and `lock`), as an opener
+/// would find it: probed with a non-blocking exclusive flock, dropped at once.
+private func lockIsFree(runtime: String) -> Bool {
+    for path in [runtime, runtime + "/lock"] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { continue }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        flock(fd, LOCK_UN)
+    }
+    return true
+}
+
+/// SIGSTOPs the daemon at a moment it holds no part of the opening lock (its status
+/// keeper takes it now and then): a stopped daemon that held it would refuse every
+/// opener, which is another story than this test's.
+private func stopOutsideTheLock(_ daemon: DaemonProcess, runtime: String) -> Bool {
+    for _ in 0..<50 {
+        daemon.send(SIGSTOP)
+        guard waitUntil(.seconds(15), { isStopped(daemon.pid) }) else { return false }
+        if lockIsFree(runtime: runtime) { return true }
+        daemon.send(SIGCONT)
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return false
+}
+
 extension DaemonTests {
     /// The control socket's rules (docs/CONTRACT.md#the-control-socket): requests expire,
     /// a hung-up client gets no trigger, the client trusts only gate's daemon, history
@@ -148,7 +185,7 @@ extension DaemonTests {
             let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try daemon.waitForReady()
 
-            daemon.send(SIGSTOP)
+            #expect(stopOutsideTheLock(daemon, runtime: environment["GATE_RUNTIME_DIR"]!), "\(daemon.log)")
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
             let atExit = try sim.activations().count
             daemon.send(SIGCONT)
@@ -226,6 +263,8 @@ extension DaemonTests {
             environment["LD_PRELOAD"] = shim.path
             let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try daemon.waitForReady()
+            // The status keeper's first status file, written under the lock, is done.
+            #expect(waitUntil { daemon.status() != nil }, "\(daemon.log)")
 
             shim.arm()
             let client = try GateRunner.start(

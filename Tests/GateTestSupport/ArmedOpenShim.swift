@@ -1,9 +1,11 @@
 import Foundation
 
 /// An `LD_PRELOAD` library for a long-running process (the daemon): once the test arms
-/// it, the next `openat` of a file called `name` (in any folder) is held until the test
-/// lets it go. Before `arm()`, every `openat` goes through untouched, so the process
-/// starts and serves as usual; the test chooses the opening it stops in the middle.
+/// it, the next `openat` of a file called `name` (in any folder) for writing is held
+/// until the test lets it go. Before `arm()`, every `openat` goes through untouched, so
+/// the process starts and serves as usual; the test chooses the opening it stops in the
+/// middle. Opens for reading only (the daemon's status keeper asking whether the lock
+/// is held) are never held.
 ///
 /// On the held call it creates `held` (the test waits for it), then waits up to 20 s for
 /// `release` to exist before it opens the file.
@@ -40,7 +42,8 @@ public final class ArmedOpenShim {
                 const char *base = strrchr(pathname, '/');
                 base = base == NULL ? pathname : base + 1;
                 struct stat info;
-                if (!__atomic_load_n(&paused, __ATOMIC_SEQ_CST) && strcmp(base, "\(name)") == 0
+                if (!__atomic_load_n(&paused, __ATOMIC_SEQ_CST) && (flags & O_ACCMODE) != O_RDONLY
+                    && strcmp(base, "\(name)") == 0
                     && stat("\(folder)/arm", &info) == 0 && !__atomic_exchange_n(&paused, 1, __ATOMIC_SEQ_CST)) {
                     int saved = errno;
                     int held = real(AT_FDCWD, "\(folder)/held", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);

@@ -154,7 +154,8 @@ public enum ControlClient {
             close(fd)
             return .untrusted(peer)
         }
-        var reader = LineReader(fd: fd, limit: ControlRequest.maximumLength)
+        // The same reader follows the opening: a result line can be long.
+        var reader = LineReader(fd: fd, limit: 64 * 1024)
         let why: String
         switch reader.next(until: MonotonicClock.now() + helloTimeout) {
         case .line(let line):
