@@ -12,8 +12,11 @@ import Glibc
 /// its states and result back; `gate doctor` asks who serves the runtime folder.
 ///
 /// Openings are not queued: one asked while another runs gets the pipeline's
-/// `operationInProgress`. A client that hangs up does not stop its opening. On
-/// graceful shutdown the socket goes away at once and openings in flight finish.
+/// `operationInProgress`. Requests expire (docs/CONTRACT.md#the-control-socket): no
+/// opening begins for a request more than 2 s old or whose client has hung up, and
+/// no trigger leaves for a client that hung up before it; once a trigger left, the
+/// opening goes on and is recorded whoever waits. On graceful shutdown the socket
+/// goes away at once and openings in flight finish.
 struct ControlService: Service, CustomStringConvertible {
     static let name = "control"
     var description: String { Self.name }
@@ -28,7 +31,13 @@ struct ControlService: Service, CustomStringConvertible {
     static func listen(context: DaemonContext) -> ControlListener? {
         let logger = context.logger
         let path = context.paths.controlSocket
-        switch ControlListener.open(path: path) {
+        let banner = ControlDaemon(
+            pid: getpid(),
+            uid: geteuid(),
+            configPath: ConfigLocator.canonical(context.configPath) ?? context.configPath,
+            runtimeDirectory: context.paths.runtimeDirectory
+        )
+        switch ControlListener.open(path: path, banner: banner) {
         case .success(.listening(let listener)):
             logger.info(
                 "control socket listening",
@@ -87,22 +96,27 @@ struct ControlService: Service, CustomStringConvertible {
             )
         case .success(.open(let opening)):
             logger[metadataKey: "source"] = "\(opening.source)"
-            guard let own = ConfigLocator.canonical(context.configPath),
-                ConfigLocator.canonical(opening.configPath) == own
-            else {
-                logger.notice(
-                    "opening declined: the client uses another configuration",
-                    metadata: ["client_config": "\(SafeText.escaped(opening.configPath))"]
-                )
-                connection.send(.declined("another configuration: this daemon reads \(context.configPath)"))
+            if let refusal = refusal(of: opening, from: connection, context: context, logger: logger) {
+                connection.send(.declined(refusal))
                 return
             }
-            connection.send(.accepted)
+            // Written before anything starts: a client that never reads it can be told
+            // nothing was started (the line is in its socket before the opening begins).
+            guard connection.send(.accepted) else {
+                logger.notice("opening declined: the client hung up before the opening began; nothing was started")
+                return
+            }
             logger.info(
                 "opening handed over on the control socket",
                 metadata: ["via": "\(opening.selection.rawValue)", "force": "\(opening.force)"]
             )
-            let request = OpeningRequest(source: opening.source, selection: opening.selection, force: opening.force)
+            let request = OpeningRequest(
+                source: opening.source,
+                selection: opening.selection,
+                force: opening.force,
+                requester: connection.peer.uid,
+                openerGone: { connection.clientHungUp() }
+            )
             let result = await context.open(request, logger: logger) {
                 state,
                 adapter in
@@ -121,5 +135,37 @@ struct ControlService: Service, CustomStringConvertible {
             case .some: logger.error("\(result.message)", metadata: metadata)
             }
         }
+    }
+
+    /// Why this daemon does not begin `opening`, logged; nil when it may. Nothing was
+    /// started in either case: the client may open by itself.
+    private static func refusal(
+        of opening: ControlOpening,
+        from connection: ControlConnection,
+        context: DaemonContext,
+        logger: Logger
+    ) -> String? {
+        guard let own = ConfigLocator.canonical(context.configPath),
+            ConfigLocator.canonical(opening.configPath) == own
+        else {
+            logger.notice(
+                "opening declined: the client uses another configuration",
+                metadata: ["client_config": "\(SafeText.escaped(opening.configPath))"]
+            )
+            return "another configuration: this daemon reads \(context.configPath)"
+        }
+        let reason: String
+        if OpeningSource.daemonOwn.contains(opening.source) {
+            reason =
+                "source \(opening.source) is reserved to the daemon's own openers; a client opens with it by itself, under its own uid"
+        } else if let expired = opening.expiry(at: MonotonicClock.now()) {
+            reason = expired
+        } else if connection.clientHungUp() {
+            reason = "the client hung up before the opening began; nothing was started"
+        } else {
+            return nil
+        }
+        logger.notice("opening declined: \(reason)")
+        return reason
     }
 }

@@ -65,11 +65,17 @@ struct OpenRequest: Equatable {
             return result.exitCode
         }
         if !direct, let canonicalConfig = ConfigLocator.canonical(configPath) {
-            let opening = ControlOpening(source: source, selection: via, force: force, configPath: canonicalConfig)
+            let opening = ControlOpening(
+                source: source,
+                selection: via,
+                force: force,
+                configPath: canonicalConfig,
+                sent: MonotonicClock.now()
+            )
             switch await ControlClient.open(
                 opening,
+                config: config,
                 paths: paths,
-                limit: config.openingLimit,
                 logger: logger,
                 onStateChange: display.show
             ) {

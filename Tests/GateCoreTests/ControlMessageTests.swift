@@ -5,11 +5,39 @@ private func line(_ value: JSONValue) -> [UInt8] { Array(value.serialized().utf8
 
 @Suite("The control socket's messages (SPEC §10)")
 struct ControlMessageTests {
-    @Test("An open request reads back as written; who too")
+    @Test("An open request reads back as written, its send time included; who too")
     func requestRoundTrip() {
-        let opening = ControlOpening(source: "widget", selection: .mqtt, force: true, configPath: "/etc/gate/gate.toml")
+        let opening = ControlOpening(
+            source: "widget",
+            selection: .mqtt,
+            force: true,
+            configPath: "/etc/gate/gate.toml",
+            sent: MonotonicInstant(nanoseconds: 123_456_789_012)
+        )
         #expect(ControlRequest.parse(line(ControlRequest.open(opening).json)) == .success(.open(opening)))
         #expect(ControlRequest.parse(line(ControlRequest.who.json)) == .success(.who))
+        #expect(
+            ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"auto","config":"/g.toml"}"#.utf8))
+                == .failure(.field("sent_monotonic_ns")),
+            "a request without its send time is not read"
+        )
+    }
+
+    @Test("A request may begin up to 2 s after it was sent, never later, and never with a time ahead of the clock")
+    func requestsExpire() {
+        let sent = MonotonicInstant(nanoseconds: 50_000_000_000)
+        let opening = ControlOpening(source: "cli", selection: .auto, force: false, configPath: "/g", sent: sent)
+        #expect(opening.expiry(at: sent) == nil)
+        #expect(opening.expiry(at: sent + .seconds(2)) == nil)
+        #expect(opening.expiry(at: sent + .milliseconds(2001))?.contains("expired") == true)
+        #expect(opening.expiry(at: sent + .seconds(60))?.contains("nothing was started") == true)
+        #expect(opening.expiry(at: sent + .nanoseconds(-1))?.contains("ahead") == true)
+    }
+
+    @Test("The daemon's own sources are reserved: button, homeassistant, elsewhere")
+    func reservedSources() {
+        #expect(OpeningSource.daemonOwn == ["button", "homeassistant", "elsewhere"])
+        #expect(OpeningSource.daemonOwn.allSatisfy(OpeningSource.isValid))
     }
 
     @Test("Refused requests say why: not JSON, too long, a bad field, an unknown request")
@@ -21,11 +49,20 @@ struct ControlMessageTests {
                 == .failure(.tooLong(limit: ControlRequest.maximumLength))
         )
         #expect(
-            ControlRequest.parse(Array(#"{"request":"open","source":"bad name","via":"auto","config":"/g.toml"}"#.utf8))
+            ControlRequest.parse(
+                Array(
+                    #"{"request":"open","source":"bad name","via":"auto","config":"/g.toml","sent_monotonic_ns":1}"#
+                        .utf8
+                )
+            )
                 == .failure(.field("source"))
         )
         #expect(
-            ControlRequest.parse(Array(#"{"request":"open","source":"cli","via":"pigeon","config":"/g.toml"}"#.utf8))
+            ControlRequest.parse(
+                Array(
+                    #"{"request":"open","source":"cli","via":"pigeon","config":"/g.toml","sent_monotonic_ns":1}"#.utf8
+                )
+            )
                 == .failure(.field("via"))
         )
         #expect(
@@ -34,7 +71,10 @@ struct ControlMessageTests {
         )
         #expect(
             ControlRequest.parse(
-                Array(#"{"request":"open","source":"cli","via":"udp","config":"/g","force":"yes"}"#.utf8)
+                Array(
+                    #"{"request":"open","source":"cli","via":"udp","config":"/g","force":"yes","sent_monotonic_ns":1}"#
+                        .utf8
+                )
             ) == .failure(.field("force"))
         )
         #expect(ControlRequest.parse(Array(#"{"request":"reboot"}"#.utf8)) == .failure(.unknownRequest("reboot")))
@@ -101,15 +141,23 @@ struct ControlMessageTests {
         }
     }
 
-    @Test("States, declined, accepted, who and error replies read back; anything else is nil")
+    @Test("Hello, states, declined, accepted, who and error replies read back; anything else is nil")
     func replies() {
         let daemon = ControlDaemon(pid: 42, uid: 999, configPath: "/etc/gate/gate.toml", runtimeDirectory: "/run/gate")
         for reply in [
             ControlReply.state(.triggering, .udp), .state(.error, nil), .declined("another configuration"), .accepted,
-            .who(daemon), .error("the request is not one JSON object on one line"),
+            .who(daemon), .error("the request is not one JSON object on one line"), .hello(daemon),
         ] {
             #expect(ControlReply.parse(line(reply.json)) == reply)
         }
+        #expect(
+            ControlReply.parse(
+                Array(
+                    #"{"reply":"hello","program":"journald","pid":1,"uid":0,"config":"/g","runtime":"/run/gate"}"#.utf8
+                )
+            ) == nil,
+            "a hello from another program is not gate's"
+        )
         #expect(ControlReply.parse(Array(#"{"reply":"state","state":"flying","adapter":null}"#.utf8)) == nil)
         #expect(
             ControlReply.parse(

@@ -49,6 +49,15 @@ private func rawExchange(_ path: String, _ text: String) throws -> String {
     return run.stdout
 }
 
+/// What a stand-in daemon written in python says first on each connection: a `hello`
+/// that names its own pid and uid and `runtime`, as gate's daemon does.
+private func pythonHello(runtime: String) -> String {
+    """
+    json.dumps({"reply": "hello", "program": "gate", "pid": os.getpid(), "uid": os.getuid(), \
+    "config": "/etc/gate/gate.toml", "runtime": \(String(reflecting: runtime))}).encode() + b"\\n"
+    """
+}
+
 /// Starts `command` (a python listener on the control socket that writes "listening"
 /// to `logFile` once bound) and waits until it listens; the caller terminates it.
 private func startListener(_ command: [String], logFile: String) throws -> MosquittoBroker.Child {
@@ -212,7 +221,7 @@ extension DaemonTests {
         }
 
         @Test(
-            "Daemon SIGKILLed mid-opening: the CLI exits 124 and sends no trigger of its own, neither over UDP nor MQTT"
+            "Daemon SIGKILLed mid-opening: the CLI exits 124 naming the adapter the daemon last reported, and sends no trigger of its own, neither over UDP nor MQTT"
         )
         func daemonKilledMidOpening() throws {
             let broker = try MosquittoBroker(.plain)
@@ -234,6 +243,15 @@ extension DaemonTests {
             let object = try run.json()
             #expect(object["error"] as? String == "operationTimeout")
             #expect((object["message"] as? String)?.contains("the relay may have cycled") == true, "\(run.stdout)")
+            // The daemon had started its UDP attempt: the 124 names it, never null (the
+            // state line that reports it may come just after the trigger, and the kill
+            // before it: then the client names the adapter the plan tries first).
+            #expect(object["adapter"] as? String == "udp", "\(run.stdout)")
+            #expect(
+                (object["message"] as? String)?.contains("via udp") == true
+                    || (object["message"] as? String)?.contains("tries udp first") == true,
+                "\(run.stdout)"
+            )
             // Past the relay's hold: a second trigger would have been an activation or an
             // ignored trigger by now.
             #expect(waitUntil { sim.stderrText.contains("released #1") }, "\(sim.stderrText)")
@@ -282,16 +300,17 @@ extension DaemonTests {
             let runtime = environment["GATE_RUNTIME_DIR"]!
             try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
             let logFile = runtime + "/listener.log"
-            // As this test's own user (trusted): reads the request, then closes or says
-            // "accepted" and nothing more.
+            // As this test's own user (trusted), introducing itself as gate's daemon: reads
+            // the request, then closes or says "accepted" and nothing more.
             let script = """
-                import socket, sys, time
+                import json, os, socket, sys, time
                 path, log, mode = sys.argv[1], sys.argv[2], sys.argv[3]
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.bind(path)
                 s.listen(8)
                 open(log, "a").write("listening\\n")
                 c, _ = s.accept()
+                c.sendall(\(pythonHello(runtime: runtime)))
                 data = c.recv(65536)
                 open(log, "a").write("request " + data.decode() + "\\n")
                 if mode == "silent":
@@ -320,34 +339,44 @@ extension DaemonTests {
         }
 
         @Test(
-            "A daemon that stops with this opening still in its queue, never taken: the client opens by itself, once"
+            "A daemon that stops without reading the request: never accepted (still in its queue), or accepted and closed unread; the client opens by itself, once",
+            arguments: ["queued", "unread"]
         )
-        func stoppedWithOpeningQueued() throws {
+        func stoppedWithOpeningQueued(mode: String) throws {
             let sim = try Simulator(["--hold-ms", "100"])
             let config = try TestConfig.udp(host: sim.udpHost, port: sim.udpPort, extra: "[runtime]\ncooldown = 0")
             let environment = GateRunner.isolatedEnvironment()
             let runtime = environment["GATE_RUNTIME_DIR"]!
             try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
             let logFile = runtime + "/listener.log"
-            // A daemon stopping between the client's connect and its accept(2): the
-            // connection and the request wait in the listening socket's queue, then the
-            // listening socket is closed with them still there. The kernel resets such a
-            // connection; the request was never read, so nothing can have been started.
+            // `queued`: a daemon stopping between the client's connect and its accept(2):
+            // the listening socket is closed with the connection still in its queue, and
+            // the kernel resets it; the client, which waits for the daemon's hello, has
+            // sent nothing. `unread`: the daemon accepted and said hello, the request
+            // came, and the daemon closed without reading it: the kernel resets that
+            // connection too; the request was never read, so nothing can have started.
             let script = """
-                import select, socket, sys, time
-                path, log = sys.argv[1], sys.argv[2]
+                import json, os, select, socket, sys, time
+                path, log, mode = sys.argv[1], sys.argv[2], sys.argv[3]
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.bind(path)
                 s.listen(8)
                 open(log, "a").write("listening\\n")
                 select.select([s], [], [])
-                time.sleep(0.5)
-                s.close()
-                open(log, "a").write("closed with a connection queued\\n")
+                if mode == "unread":
+                    c, _ = s.accept()
+                    c.sendall(\(pythonHello(runtime: runtime)))
+                    time.sleep(0.5)
+                    c.close()
+                    open(log, "a").write("closed with the request unread\\n")
+                else:
+                    time.sleep(0.5)
+                    s.close()
+                    open(log, "a").write("closed with a connection queued\\n")
                 time.sleep(60)
                 """
             let listener = try startListener(
-                ["/usr/bin/python3", "-c", script, runtime + "/control.sock", logFile],
+                ["/usr/bin/python3", "-c", script, runtime + "/control.sock", logFile, mode],
                 logFile: logFile
             )
             defer { listener.terminate(grace: .seconds(1)) }
@@ -357,15 +386,22 @@ extension DaemonTests {
                 environment: environment
             )
             #expect(run.status == 0, "\(run.summary)")
-            #expect(
-                (try? String(contentsOfFile: logFile, encoding: .utf8))?.contains("closed with a connection queued")
-                    == true
-            )
-            #expect(
-                run.stderr.contains("opening handed to the daemon")
-                    && run.stderr.contains("before reading the request"),
-                "the request was sent, then the connection reset: \(run.stderr)"
-            )
+            let heard = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+            if mode == "unread" {
+                #expect(heard.contains("closed with the request unread"), "\(heard)")
+                #expect(
+                    run.stderr.contains("opening handed to the daemon")
+                        && run.stderr.contains("before reading the request"),
+                    "the request was sent, then the connection reset: \(run.stderr)"
+                )
+            } else {
+                #expect(heard.contains("closed with a connection queued"), "\(heard)")
+                #expect(
+                    !run.stderr.contains("opening handed to the daemon")
+                        && run.stderr.contains("went away before the request"),
+                    "nothing was sent before the daemon's hello: \(run.stderr)"
+                )
+            }
             #expect(try sim.activations().count == 1)
         }
 

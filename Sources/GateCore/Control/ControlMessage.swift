@@ -1,10 +1,10 @@
-/// The daemon's control socket (SPEC §10): one request per connection, one JSON
-/// object per line each way.
+/// The daemon's control socket (docs/CONTRACT.md#the-control-socket): one request per
+/// connection, one JSON object per line each way.
 ///
-/// The client writes one request; the daemon answers `declined` (nothing started:
-/// the client may open by itself), or `accepted` followed by a `state` line per
-/// state change and one `result`; or `who` for `gate doctor`; or `error` for a
-/// request it cannot read.
+/// The daemon speaks first: `hello`, naming itself. Only then does the client write
+/// one request; the daemon answers `declined` (nothing started: the client may open
+/// by itself), or `accepted` followed by a `state` line per state change and one
+/// `result`; or `who`; or `error` for a request it cannot read.
 public enum ControlRequest: Sendable, Hashable {
     case open(ControlOpening)
     case who
@@ -21,6 +21,7 @@ public enum ControlRequest: Sendable, Hashable {
                 ("via", .string(opening.selection.rawValue)),
                 ("force", .bool(opening.force)),
                 ("config", .string(opening.configPath)),
+                ("sent_monotonic_ns", .int(Int64(clamping: opening.sent.nanoseconds))),
             ])
         case .who:
             return .object([("request", .string("who"))])
@@ -44,10 +45,12 @@ public enum ControlRequest: Sendable, Hashable {
             let source: String
             let via: String
             let configPath: String
+            let sent: UInt64
             do {
                 source = try value.requiredString("source")
                 via = try value.requiredString("via")
                 configPath = try value.requiredString("config")
+                sent = try value.requiredInteger("sent_monotonic_ns", as: UInt64.self)
             } catch {
                 return .failure(.field(error.key))
             }
@@ -61,7 +64,15 @@ public enum ControlRequest: Sendable, Hashable {
             case .int?, .string?, .array?, .object?: return .failure(.field("force"))
             }
             return .success(
-                .open(ControlOpening(source: source, selection: selection, force: force, configPath: configPath))
+                .open(
+                    ControlOpening(
+                        source: source,
+                        selection: selection,
+                        force: force,
+                        configPath: configPath,
+                        sent: MonotonicInstant(nanoseconds: sent)
+                    )
+                )
             )
         default:
             return .failure(.unknownRequest(SafeText.escaped(String(kind.prefix(40)))))
@@ -77,12 +88,39 @@ public struct ControlOpening: Sendable, Hashable {
     /// The configuration file the client would use, resolved: the daemon opens only
     /// for its own.
     public var configPath: String
+    /// When the client sent the request, on CLOCK_MONOTONIC: client and daemon share
+    /// the host, so the daemon knows how long the request waited, whatever queue or
+    /// stopped process it waited in.
+    public var sent: MonotonicInstant
 
-    public init(source: String, selection: AdapterSelection, force: Bool, configPath: String) {
+    /// How old a request may be when its opening begins: older, its client may have
+    /// given up (docs/CONTRACT.md#the-control-socket).
+    public static let maximumAge = Duration.seconds(2)
+
+    public init(
+        source: String,
+        selection: AdapterSelection,
+        force: Bool,
+        configPath: String,
+        sent: MonotonicInstant
+    ) {
         self.source = source
         self.selection = selection
         self.force = force
         self.configPath = configPath
+        self.sent = sent
+    }
+
+    /// Why no opening may begin for this request at `now`, or nil when it may.
+    public func expiry(at now: MonotonicInstant) -> String? {
+        guard sent <= now else {
+            return
+                "the request's time is ahead of this host's monotonic clock (sent from another clock); nothing was started"
+        }
+        let age = now.duration(since: sent)
+        guard age > Self.maximumAge else { return nil }
+        return
+            "the request expired: it was sent \(age.humanReadable) ago, more than the \(Self.maximumAge.humanReadable) a request may wait; nothing was started"
     }
 }
 
@@ -106,7 +144,7 @@ public enum ControlRequestProblem: Error, Sendable, Hashable, CustomStringConver
     }
 }
 
-/// Who serves a runtime folder's control socket (the `who` reply).
+/// Who serves a runtime folder's control socket (the `hello` banner and the `who` reply).
 public struct ControlDaemon: Sendable, Hashable {
     public var pid: Int32
     public var uid: UInt32
@@ -123,6 +161,10 @@ public struct ControlDaemon: Sendable, Hashable {
 
 /// One line from the daemon.
 public enum ControlReply: Sendable, Hashable {
+    /// The daemon's first line on every connection, before it reads anything: who it
+    /// is and which runtime folder it serves. The client sends nothing until it has
+    /// checked this against the kernel's word on the peer (`SO_PEERCRED`).
+    case hello(ControlDaemon)
     /// Nothing was started; the client may open by itself.
     case declined(String)
     /// The opening is the daemon's now: the client never triggers for it.
@@ -135,6 +177,12 @@ public enum ControlReply: Sendable, Hashable {
 
     public var json: JSONValue {
         switch self {
+        case .hello(let daemon):
+            return .object([
+                ("reply", .string("hello")), ("program", .string(Self.program)), ("pid", .int(Int64(daemon.pid))),
+                ("uid", .int(Int64(daemon.uid))), ("config", .string(daemon.configPath)),
+                ("runtime", .string(daemon.runtimeDirectory)),
+            ])
         case .declined(let reason):
             return .object([("reply", .string("declined")), ("reason", .string(reason))])
         case .accepted:
@@ -156,10 +204,16 @@ public enum ControlReply: Sendable, Hashable {
         }
     }
 
+    /// What a `hello` names as its program: gate's daemon.
+    public static let program = "gate"
+
     /// The reply on one line, or nil when it is not one this client knows.
     public static func parse(_ line: [UInt8]) -> ControlReply? {
         guard let value = JSONValue.parse(line), let kind = try? value.requiredString("reply") else { return nil }
         switch kind {
+        case "hello":
+            guard (try? value.requiredString("program")) == program else { return nil }
+            return daemon(value).map(ControlReply.hello)
         case "declined":
             return (try? value.requiredString("reason")).map(ControlReply.declined)
         case "accepted":
@@ -176,16 +230,20 @@ public enum ControlReply: Sendable, Hashable {
         case "result":
             return value["result"].flatMap(OpeningResult.init(reply:)).map(ControlReply.result)
         case "who":
-            guard let pid = try? value.requiredInteger("pid", as: Int32.self),
-                let uid = try? value.requiredInteger("uid", as: UInt32.self),
-                let config = try? value.requiredString("config"), let runtime = try? value.requiredString("runtime")
-            else { return nil }
-            return .who(ControlDaemon(pid: pid, uid: uid, configPath: config, runtimeDirectory: runtime))
+            return daemon(value).map(ControlReply.who)
         case "error":
             return (try? value.requiredString("error")).map(ControlReply.error)
         default:
             return nil
         }
+    }
+
+    private static func daemon(_ value: JSONValue) -> ControlDaemon? {
+        guard let pid = try? value.requiredInteger("pid", as: Int32.self),
+            let uid = try? value.requiredInteger("uid", as: UInt32.self),
+            let config = try? value.requiredString("config"), let runtime = try? value.requiredString("runtime")
+        else { return nil }
+        return ControlDaemon(pid: pid, uid: uid, configPath: config, runtimeDirectory: runtime)
     }
 }
 

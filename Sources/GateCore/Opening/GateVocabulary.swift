@@ -65,6 +65,9 @@ public enum Withholding: Sendable, Hashable {
     /// The relay already answered an earlier trigger of this opening (seen on the
     /// status topic): the answer is on its way to the machine.
     case relayAnswered
+    /// The process that asked for the opening (a control socket client) hung up
+    /// before the trigger: nobody waits for it.
+    case openerGone
 }
 
 /// How one adapter's attempt ended, as listed in `attempts` of `gate open --json`.

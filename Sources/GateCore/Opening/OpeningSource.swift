@@ -9,4 +9,9 @@ public enum OpeningSource {
         }
         return !source.isEmpty && source.utf8.count <= 32 && allowed
     }
+
+    /// The sources of the daemon's own openers (the button, Home Assistant, a cycle
+    /// seen on the status topic): a request on the control socket never carries one,
+    /// so that history and status show them only for what the daemon itself saw.
+    public static let daemonOwn: Set<String> = ["button", "homeassistant", "elsewhere"]
 }

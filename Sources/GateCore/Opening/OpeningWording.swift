@@ -62,6 +62,8 @@ extension Withholding: CustomStringConvertible {
             return "the relay is active: another client's cycle (seen on the status topic); nothing was sent"
         case .relayAnswered:
             return "the relay already answered this opening's earlier trigger; nothing more was sent"
+        case .openerGone:
+            return "the client that asked for this opening hung up before the trigger; nothing was sent"
         }
     }
 }

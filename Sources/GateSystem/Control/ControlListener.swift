@@ -41,6 +41,12 @@ public final class ControlConnection: Sendable {
     public func send(_ reply: ControlReply) -> Bool {
         UnixStream.send(fd, line: reply.json.serialized())
     }
+
+    /// Whether the client has closed its end (or shut down its writing): it no
+    /// longer waits for this opening. A client keeps its end open until the result.
+    public func clientHungUp() -> Bool {
+        UnixStream.peerHungUp(fd)
+    }
 }
 
 /// The daemon's listening control socket (`control.sock` in the runtime folder, SPEC
@@ -75,45 +81,36 @@ public final class ControlListener: Sendable {
     }
 
     /// Listens on `path`, mode 0660 (the folder's group, as `lock`): connecting needs
-    /// write permission on the socket.
-    public static func open(path: String) -> Result<Setup, ControlSocketError> {
+    /// write permission on the socket. `banner` is what the daemon says of itself on
+    /// every connection, first (`hello`).
+    public static func open(path: String, banner: ControlDaemon) -> Result<Setup, ControlSocketError> {
         var replacedStale = false
-        var info = stat()
-        if lstat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFSOCK else {
+        // Never through a link: a member of the group could exchange the name with a
+        // link to another daemon's socket between a check and a connect.
+        switch UnixStream.connectWithoutFollowing(path) {
+        case .missing:
+            break
+        case .notASocket(let kind):
+            return .failure(ControlSocketError(path: path, reason: "it is \(kind), not a socket; remove it"))
+        case .connected(let fd):
+            let peer = try? PeerCredentials.of(fd).get()
+            close(fd)
+            return .success(.occupied(peer))
+        case .failed(let error) where error.code == EAGAIN:
+            // Its queue is full: someone listens there.
+            return .success(.occupied(nil))
+        case .failed(let error) where error.code == ECONNREFUSED:
+            // Left by a daemon that was killed: the name only (a socket is never followed).
+            if unlink(path) != 0, errno != ENOENT {
                 return .failure(
-                    ControlSocketError(
-                        path: path,
-                        reason: "it is \(SharedFile.kind(of: info.st_mode)), not a socket; remove it"
-                    )
+                    ControlSocketError(path: path, reason: "cannot remove the stale socket: \(SystemError("unlink"))")
                 )
             }
-            switch UnixStream.connect(path) {
-            case .success(let fd):
-                let peer = try? PeerCredentials.of(fd).get()
-                close(fd)
-                return .success(.occupied(peer))
-            case .failure(let error) where error.code == EAGAIN:
-                // Its queue is full: someone listens there.
-                return .success(.occupied(nil))
-            case .failure(let error) where error.code == ECONNREFUSED:
-                // Left by a daemon that was killed: the name only (a socket is never followed).
-                if unlink(path) != 0, errno != ENOENT {
-                    return .failure(
-                        ControlSocketError(
-                            path: path,
-                            reason: "cannot remove the stale socket: \(SystemError("unlink"))"
-                        )
-                    )
-                }
-                replacedStale = true
-            case .failure(let error):
-                return .failure(
-                    ControlSocketError(path: path, reason: "cannot tell whether a daemon answers there: \(error)")
-                )
-            }
-        } else if errno != ENOENT {
-            return .failure(ControlSocketError(path: path, reason: SystemError("lstat").description))
+            replacedStale = true
+        case .failed(let error):
+            return .failure(
+                ControlSocketError(path: path, reason: "cannot tell whether a daemon answers there: \(error)")
+            )
         }
 
         guard var address = UnixStream.address(path) else {
@@ -161,8 +158,9 @@ public final class ControlListener: Sendable {
         let (requests, continuation) = AsyncStream.makeStream(of: ControlConnection.self, bufferingPolicy: .unbounded)
         let listener = ControlListener(path: path, requests: requests, replacedStale: replacedStale, wake: wake)
         let inode = (device: boundInfo.st_dev, inode: boundInfo.st_ino)
+        let hello = ControlReply.hello(banner).json.serialized()
         let started = OSThread.detach {
-            acceptLoop(listening: fd, wake: wake, continuation: continuation)
+            acceptLoop(listening: fd, hello: hello, wake: wake, continuation: continuation)
             close(fd)
             // Only the socket this daemon made: another may have replaced it since.
             var now = stat()
@@ -192,6 +190,7 @@ public final class ControlListener: Sendable {
 
     private static func acceptLoop(
         listening: Int32,
+        hello: String,
         wake: WakeSignal,
         continuation: AsyncStream<ControlConnection>.Continuation
     ) {
@@ -222,13 +221,14 @@ public final class ControlListener: Sendable {
                     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                     switch PeerCredentials.of(fd) {
-                    case .success(let peer):
+                    case .success(let peer) where UnixStream.send(fd, line: hello):
+                        // The client sends nothing before it has checked this line.
                         pending[fd] = Pending(
                             reader: LineReader(fd: fd, limit: ControlRequest.maximumLength),
                             peer: peer,
                             deadline: MonotonicClock.now() + requestTimeout
                         )
-                    case .failure:
+                    case .success, .failure:
                         close(fd)
                     }
                 }

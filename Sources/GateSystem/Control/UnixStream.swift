@@ -77,6 +77,50 @@ public enum UnixStream {
         return .failure(error)
     }
 
+    /// What is at a control socket's path, connected to without following a link.
+    public enum Pinned: Sendable {
+        case connected(Int32)
+        case missing
+        /// A link, a file, a folder…: `SharedFile.kind` words.
+        case notASocket(String)
+        case failed(SystemError)
+    }
+
+    /// Connects to the socket named `path` itself, never to what a link there points
+    /// to: connect(2) follows links, and a member of the runtime folder's group can
+    /// exchange the name with a link between a check and the connect. So the name is
+    /// opened `O_PATH | O_NOFOLLOW` (a link is opened as the link), checked to be a
+    /// socket with `fstat`, and that very inode is connected to through
+    /// `/proc/self/fd/N`, whatever the name holds by then.
+    public static func connectWithoutFollowing(_ path: String) -> Pinned {
+        let pinned = Glibc.open(path, Self.openPath | O_NOFOLLOW | O_CLOEXEC)
+        guard pinned >= 0 else {
+            return errno == ENOENT ? .missing : .failed(SystemError("open(O_PATH)"))
+        }
+        defer { close(pinned) }
+        var info = stat()
+        guard fstat(pinned, &info) == 0 else { return .failed(SystemError("fstat")) }
+        guard info.st_mode & S_IFMT == S_IFSOCK else { return .notASocket(SharedFile.kind(of: info.st_mode)) }
+        switch connect("/proc/self/fd/\(pinned)") {
+        case .success(let fd): return .connected(fd)
+        case .failure(let error): return .failed(error)
+        }
+    }
+
+    /// `O_PATH` (Glibc shows it only with _GNU_SOURCE).
+    static let openPath: Int32 = 0o10_000_000
+
+    /// Whether the peer of a connected stream socket has closed its end or shut down
+    /// its writing (`POLLRDHUP`, which Glibc shows only with _GNU_SOURCE), without
+    /// waiting and without reading anything.
+    static func peerHungUp(_ fd: Int32) -> Bool {
+        let readHangUp: Int16 = 0x2000
+        var entry = pollfd(fd: fd, events: readHangUp, revents: 0)
+        // A poll that fails cannot tell: taken as gone, so that no trigger leaves unseen.
+        guard retryingOnInterrupt({ Glibc.poll(&entry, 1, 0) }) >= 0 else { return true }
+        return entry.revents & (readHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0
+    }
+
     /// Writes `line` and a newline without blocking: false when not all of it could
     /// be written (the peer went away, or stopped reading and its buffer is full).
     @discardableResult

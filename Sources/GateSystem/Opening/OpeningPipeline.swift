@@ -3,17 +3,32 @@ import Logging
 import Plumbing
 
 /// Who asks for an opening, and how.
-public struct OpeningRequest: Sendable, Hashable {
+public struct OpeningRequest: Sendable {
     /// `cli`, `button`, `widget`, `homeassistant`… (status file, history, logs).
     public var source: String
     public var selection: AdapterSelection
     /// Skip the cooldown (never the lock, never a busy relay).
     public var force: Bool
+    /// The uid of the process that asked, when not this one's (a control socket
+    /// client, from `SO_PEERCRED`): what the history records.
+    public var requester: UInt32?
+    /// Whether the process that asked has gone away (a control socket client that
+    /// hung up): asked by the permit right before a trigger, which never leaves for
+    /// an opener that is gone (docs/CONTRACT.md#the-control-socket).
+    public var openerGone: (@Sendable () -> Bool)?
 
-    public init(source: String, selection: AdapterSelection = .auto, force: Bool = false) {
+    public init(
+        source: String,
+        selection: AdapterSelection = .auto,
+        force: Bool = false,
+        requester: UInt32? = nil,
+        openerGone: (@Sendable () -> Bool)? = nil
+    ) {
         self.source = source
         self.selection = selection
         self.force = force
+        self.requester = requester
+        self.openerGone = openerGone
     }
 }
 
@@ -93,6 +108,7 @@ public struct OpeningPipeline: Sendable {
                 source: request.source,
                 runtime: config.runtime,
                 force: request.force,
+                requester: request.requester,
                 logger: logger
             )
         } catch let refusal {
@@ -116,6 +132,7 @@ public struct OpeningPipeline: Sendable {
         let result = await run(
             config: config,
             selection: request.selection,
+            openerGone: request.openerGone,
             plan: plan,
             udpLink: udpLink,
             feed: statusFeed ?? watch,
@@ -132,6 +149,7 @@ public struct OpeningPipeline: Sendable {
     private func run(
         config: GateConfig,
         selection: AdapterSelection,
+        openerGone: (@Sendable () -> Bool)?,
         plan: AdapterPlan,
         udpLink: LinkVerdict?,
         feed: (any StatusFeed)?,
@@ -147,6 +165,7 @@ public struct OpeningPipeline: Sendable {
             relayActive: feed?.relayActive ?? false,
             clock: clock,
             watchSession: { feed?.liveSession },
+            openerGone: openerGone,
             stamp: { at in recorder.recordTrigger(at: at) }
         )
         let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)

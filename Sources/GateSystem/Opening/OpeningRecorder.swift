@@ -40,17 +40,27 @@ public final class OpeningRecorder: Sendable {
     let lock: OpeningLock
     let source: String
     let pid: Int32
+    /// Whose opening the history records: the requester, or this process's user.
+    let uid: UInt32
     let resetDelay: Double
     let logger: Logger
     /// The last finished opening before this one, shown until this one finishes.
     let previousLast: StatusRecord.Last?
 
-    private init(paths: RuntimePaths, lock: OpeningLock, source: String, pid: Int32, resetDelay: Double, logger: Logger)
-    {
+    private init(
+        paths: RuntimePaths,
+        lock: OpeningLock,
+        source: String,
+        pid: Int32,
+        uid: UInt32,
+        resetDelay: Double,
+        logger: Logger
+    ) {
         self.paths = paths
         self.lock = lock
         self.source = source
         self.pid = pid
+        self.uid = uid
         self.resetDelay = resetDelay
         self.logger = logger
         switch StatusFile.load(paths.statusFile) {
@@ -64,6 +74,8 @@ public final class OpeningRecorder: Sendable {
     }
 
     /// Takes the lock and checks the cooldown (unless `force`; the lock is never skipped).
+    /// `requester`: the uid of the process that asked, when not this one's (a control
+    /// socket client), for the history.
     ///
     /// Throws rather than returning a `Result`: this runs before every trigger, and
     /// destroying a `Result` there had the Swift runtime build its generic metadata,
@@ -73,6 +85,7 @@ public final class OpeningRecorder: Sendable {
         source: String,
         runtime: RuntimeConfig,
         force: Bool,
+        requester: UInt32? = nil,
         logger: Logger
     ) throws(Refusal) -> OpeningRecorder {
         if case .failure(let error) = paths.prepare() {
@@ -107,6 +120,7 @@ public final class OpeningRecorder: Sendable {
                 lock: lock,
                 source: source,
                 pid: pid,
+                uid: requester ?? getuid(),
                 resetDelay: runtime.resetDelay,
                 logger: logger
             )
@@ -189,7 +203,7 @@ public final class OpeningRecorder: Sendable {
         let entry = HistoryLog.Entry(
             at: now,
             source: source,
-            uid: getuid(),
+            uid: uid,
             adapter: result.adapter?.rawValue,
             outcome: result.outcome.rawValue,
             error: result.error?.rawValue,

@@ -8,7 +8,8 @@ import Synchronization
 ///   (a name that resolved late, a connect that ended late, sends nothing);
 /// - no `1` without its `0` was seen on the status topic before the trigger
 ///   (another client's cycle: the relay is busy);
-/// - no trigger was sent by this opening's attempt yet.
+/// - no trigger was sent by this opening's attempt yet;
+/// - the process that asked for the opening is still there (`openerGone`).
 /// The trigger's time is recorded (`stamp`) before it is sent, so an opener
 /// killed mid-cycle still holds the next opening back for the cooldown.
 public final class TriggerPermit: Sendable {
@@ -35,22 +36,28 @@ public final class TriggerPermit: Sendable {
     private let stamp: @Sendable (MonotonicInstant) -> Void
     /// The live session of the opening's status watch (`StatusFeed.liveSession`).
     private let watchSession: @Sendable () -> UInt64?
+    private let openerGone: (@Sendable () -> Bool)?
     let clock: any OpeningClock
 
     /// - Parameters:
     ///   - relayActive: the relay is already known to be active (the daemon's link saw
     ///     a `1` without its `0`).
+    ///   - openerGone: whether the process that asked has hung up (a control socket
+    ///     client); asked under the lock, last, so that a trigger either leaves while
+    ///     its opener is there or not at all, and is recorded as what it was.
     ///   - stamp: records the trigger's time where the next opener will find it.
     ///   - watchSession: the opening's status watch's live session, if it has one.
     public init(
         relayActive: Bool = false,
         clock: any OpeningClock = SystemOpeningClock(),
         watchSession: @escaping @Sendable () -> UInt64? = { nil },
+        openerGone: (@Sendable () -> Bool)? = nil,
         stamp: @escaping @Sendable (MonotonicInstant) -> Void
     ) {
         self.state = Mutex(State(relayActive: relayActive))
         self.stamp = stamp
         self.watchSession = watchSession
+        self.openerGone = openerGone
         self.clock = clock
     }
 
@@ -143,6 +150,7 @@ public final class TriggerPermit: Sendable {
             if state.relayActive { return .relayActive }
             let now = clock.now()
             guard now < deadline else { return .budgetSpent(during: activity) }
+            if let openerGone, openerGone() { return .openerGone }
             // Recorded before the send: a process killed between the two still leaves
             // the cooldown's start behind.
             stamp(now)
