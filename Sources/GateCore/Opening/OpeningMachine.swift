@@ -274,6 +274,10 @@ public struct OpeningMachine: Sendable {
             case .withheld(.relayActive):
                 // Nothing was sent, and no other adapter may send either: the relay is busy.
                 return refuseBusy(index: index, attemptStart: attemptStart, now: now)
+            case .withheld(.openerGone):
+                // Whoever asked hung up: no adapter may send for them, so none is tried.
+                record(index, .unreachable, .withheld(.openerGone), attemptStart: attemptStart, now: now)
+                return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
             case .withheld(.relayAnswered):
                 // The status topic's `1` that closed the permit is on its way here.
                 return []
