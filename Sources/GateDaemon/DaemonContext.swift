@@ -35,6 +35,8 @@ public final class DaemonContext: Sendable {
     private let linkEventSink: AsyncStream<(MQTTLink, LinkEvent)>.Continuation
     private let subscribers: [AsyncStream<GateConfig>.Continuation]
     private let linkSlot = Mutex<MQTTLink?>(nil)
+    /// The parts that failed since the start, latest word on each (docs/CONTRACT.md#gate-daemon).
+    private let failedParts = Mutex<[PartReport]>([])
 
     public init(
         config: GateConfig,
@@ -118,6 +120,28 @@ public final class DaemonContext: Sendable {
 
     func setLink(_ link: MQTTLink?) {
         linkSlot.withLock { $0 = link }
+    }
+
+    /// What the parts that failed since the start say now, in the order they first failed.
+    public var partReports: [PartReport] { failedParts.withLock { $0 } }
+
+    /// Records the latest word on a failed part and tells systemd (`STATUS=`); `gate doctor`
+    /// hears it from `partReports`.
+    func report(_ report: PartReport) {
+        failedParts.withLock { reports in
+            if let index = reports.firstIndex(where: { $0.part == report.part }) {
+                reports[index] = report
+            } else {
+                reports.append(report)
+            }
+        }
+        notify(["STATUS=\(statusText(for: config))"])
+    }
+
+    /// The one-line `STATUS=` systemd shows under `systemctl status gate`: what runs, then
+    /// each part that failed.
+    func statusText(for config: GateConfig) -> String {
+        ([DaemonStatus.text(for: config, button: buttonOrigin)] + partReports.map(\.sentence)).joined(separator: "; ")
     }
 
     /// Sends a notification to systemd when it asked for them; failures are logged only:
