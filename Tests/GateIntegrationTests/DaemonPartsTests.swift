@@ -55,6 +55,11 @@ extension DaemonTests {
                 listener.waitFor { $0.contains { $0.contains("STATUS=") && $0.contains("button restarted after 1") } },
                 "\(listener.messages)"
             )
+            let doctor = try DoctorOutcome.run(config: config.path, environment: daemon.environment)
+            #expect(
+                doctor["daemon"].detail.contains("button restarted after 1 failure (last: cannot read a whole 16-byte"),
+                "\(doctor.run.summary)"
+            )
             let second = try daemon.press()
             #expect(daemon.waitForPressHandled(edgeNs: second), "\(daemon.log)")
             #expect(try sim.activations().count == 2, "one activation per opening")
