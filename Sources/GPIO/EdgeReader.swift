@@ -57,6 +57,19 @@ public final class EdgeReader: Sendable {
         try self.init(fd: fd, keepingAlive: nil)
     }
 
+    /// Starts reading `fd`, which it closes once the stream finished (a FIFO the daemon
+    /// opens again after a failure).
+    public convenience init(owning fd: Int32) throws(GPIOError) {
+        try self.init(fd: fd, keepingAlive: OwnedDescriptor(fd))
+    }
+
+    /// Closes its descriptor when the reading thread lets it go.
+    private final class OwnedDescriptor: Sendable {
+        let fd: Int32
+        init(_ fd: Int32) { self.fd = fd }
+        deinit { close(fd) }
+    }
+
     /// Starts reading the line's events; the line stays open until the stream finishes.
     public convenience init(line: ButtonLine) throws(GPIOError) {
         try self.init(fd: line.eventFD, keepingAlive: line)

@@ -5,6 +5,13 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
+/// Where the button's edges come from, and how to open it again after a failure.
+struct ButtonSource: Sendable {
+    /// For logs: "gpiochip0 line 17", or the test FIFO.
+    let origin: String
+    let open: @Sendable () throws -> EdgeReader
+}
+
 /// The push button (docs/CONTRACT.md#gate-daemon, docs/CONTRACT.md#configuration): edges in, debounced,
 /// one press = one opening with source `button`, under the same lock and
 /// cooldown as `gate open`.
@@ -12,11 +19,16 @@ import Synchronization
 /// Edges keep being read and debounced while an opening runs, so a press then is
 /// seen, logged and ignored rather than queued. On graceful shutdown the reader
 /// stops and an opening in flight finishes within its budget before `run` returns.
+///
+/// A read that fails (a partial record on the FIFO, an error of the line) ends only
+/// that reader: the source is opened again with `RestartBackoff`'s delays and the
+/// failure reported (`STATUS=`, `gate doctor`). `run` returns only at shutdown, so
+/// the other services and an opening in flight never notice.
 struct ButtonService: Service, CustomStringConvertible {
     let context: DaemonContext
+    /// The reader opened before `READY=1` (a line that cannot be opened stops the start).
     let reader: EdgeReader
-    /// What the edges come from, for logs ("gpiochip0 line 17", or the test FIFO).
-    let origin: String
+    let source: ButtonSource
 
     static let name = "button"
     var description: String { Self.name }
@@ -25,105 +37,185 @@ struct ButtonService: Service, CustomStringConvertible {
         case edge(Edge)
         case timer(at: UInt64)
         case config(GateConfig)
+        /// The current reader's stream finished.
         case ended
+        /// Time to open the source again after a failure.
+        case reopen
+        case shutdown
         /// The watchdog's beat (ServiceProgress): this loop is alive.
         case beat
     }
 
+    /// The loop's own state: the debouncer, the current reader, the restarts.
+    private struct Loop {
+        var button: ButtonConfig
+        var debouncer: ButtonDebouncer
+        var backoff = RestartBackoff()
+        var timer: Task<Void, Never>?
+        var reopening: Task<Void, Never>?
+    }
+
     func run() async {
-        let logger = context.logger
         let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let edges = Task {
-            for await edge in reader.edges { continuation.yield(.edge(edge)) }
-            continuation.yield(.ended)
-        }
+        let current = ReaderSlot(reader)
+        current.forward(into: continuation)
         let reloads = Task {
             for await config in context.buttonUpdates { continuation.yield(.config(config)) }
         }
         let beats = context.progress.beats { continuation.yield(.beat) }
         defer {
-            edges.cancel()
             reloads.cancel()
             beats?.cancel()
         }
-
-        var button = context.config.button ?? ButtonConfig(line: 0)
-        var debouncer = Self.debouncer(for: button, startNs: context.startNs)
-        var timer: Task<Void, Never>?
+        let button = context.config.button ?? ButtonConfig(line: 0)
+        var loop = Loop(button: button, debouncer: Self.debouncer(for: button, startNs: context.startNs))
+        _ = loop.backoff.handle(.started(at: MonotonicClock.now()))
         let openings = OpeningSlot()
-        logger.info(
+        context.logger.info(
             "button armed",
             metadata: [
-                "button": "\(origin)", "active_low": "\(button.activeLow)",
+                "button": "\(source.origin)", "active_low": "\(button.activeLow)",
                 "debounce_ms": "\(button.debounceMilliseconds)",
             ]
         )
-
         await withGracefulShutdownHandler {
-            loop: for await input in inputs {
-                let actions: [ButtonDebouncer.Action]
-                switch input {
-                case .beat:
-                    if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
-                        logger.warning("TEST FAULT: the button loop wedges (GATE_TEST_WEDGE)")
-                        try? await gracefulShutdown()
-                    }
-                    context.progress.report(Self.name)
-                    continue
-                case .edge(let edge):
-                    logger.trace("button edge", metadata: ["kind": "\(edge.kind)", "ts_ns": "\(edge.timestampNs)"])
-                    switch edge.kind {
-                    case .rising: actions = debouncer.handle(.rising(at: edge.timestampNs))
-                    case .falling: actions = debouncer.handle(.falling(at: edge.timestampNs))
-                    }
-                case .timer(let at):
-                    actions = debouncer.handle(.timerFired(at: at))
-                case .config(let config):
-                    let next = config.button ?? button
-                    if next.activeLow != button.activeLow || next.debounceMilliseconds != button.debounceMilliseconds {
-                        // The boot-settling window stays where it was: a reload is not a boot.
-                        debouncer = Self.debouncer(for: next, startNs: context.startNs)
-                    }
-                    if next.chip != button.chip || next.line != button.line {
-                        logger.warning(
-                            "button.chip and button.line take effect when the daemon restarts",
-                            metadata: ["button": "\(origin)"]
-                        )
-                    }
-                    button = next
-                    actions = []
-                case .ended:
-                    if let ending = reader.ending, ending != .stopped {
-                        logger.error(
-                            "button events ended; no more presses will be read",
-                            metadata: ["button": "\(origin)", "why": "\(ending)"]
-                        )
-                    }
-                    break loop
-                }
-                for action in actions {
-                    switch action {
-                    case .press(let at):
-                        press(at: at, openings: openings)
-                    case .armTimer(let at):
-                        timer?.cancel()
-                        timer = Task {
-                            let wait = Int64(at) - Int64(MonotonicClock.now().nanoseconds)
-                            if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
-                            guard !Task.isCancelled else { return }
-                            continuation.yield(.timer(at: at))
-                        }
-                    }
+            for await input in inputs {
+                guard await handle(input, loop: &loop, current: current, openings: openings, continuation) else {
+                    break
                 }
             }
         } onGracefulShutdown: {
-            reader.stop()
+            current.stop()
+            continuation.yield(.shutdown)
         }
-        timer?.cancel()
-        reader.stop()
+        loop.timer?.cancel()
+        loop.reopening?.cancel()
+        current.stop()
         if openings.isBusy, let running = openings.current {
-            logger.info("stopping: letting the opening in flight finish")
+            context.logger.info("stopping: letting the opening in flight finish")
             await running.value
+        }
+    }
+
+    /// One input; false when the loop ends (shutdown).
+    private func handle(
+        _ input: Input,
+        loop: inout Loop,
+        current: ReaderSlot,
+        openings: OpeningSlot,
+        _ continuation: AsyncStream<Input>.Continuation
+    ) async -> Bool {
+        let logger = context.logger
+        let actions: [ButtonDebouncer.Action]
+        switch input {
+        case .beat:
+            if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
+                logger.warning("TEST FAULT: the button loop wedges (GATE_TEST_WEDGE)")
+                try? await gracefulShutdown()
+            }
+            context.progress.report(Self.name)
+            return true
+        case .shutdown:
+            return false
+        case .edge(let edge):
+            logger.trace("button edge", metadata: ["kind": "\(edge.kind)", "ts_ns": "\(edge.timestampNs)"])
+            switch edge.kind {
+            case .rising: actions = loop.debouncer.handle(.rising(at: edge.timestampNs))
+            case .falling: actions = loop.debouncer.handle(.falling(at: edge.timestampNs))
+            }
+        case .timer(let at):
+            actions = loop.debouncer.handle(.timerFired(at: at))
+        case .config(let config):
+            reload(config, loop: &loop)
+            actions = []
+        case .ended:
+            guard let ending = current.ending, ending != .stopped, !Task.isShuttingDownGracefully else { return false }
+            failed(Self.words(for: ending), loop: &loop, continuation)
+            return true
+        case .reopen:
+            reopen(loop: &loop, current: current, continuation)
+            return true
+        }
+        for action in actions {
+            switch action {
+            case .press(let at):
+                press(at: at, openings: openings)
+            case .armTimer(let at):
+                loop.timer?.cancel()
+                loop.timer = Task {
+                    let wait = Int64(at) - Int64(MonotonicClock.now().nanoseconds)
+                    if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
+                    guard !Task.isCancelled else { return }
+                    continuation.yield(.timer(at: at))
+                }
+            }
+        }
+        return true
+    }
+
+    private func reload(_ config: GateConfig, loop: inout Loop) {
+        let next = config.button ?? loop.button
+        if next.activeLow != loop.button.activeLow || next.debounceMilliseconds != loop.button.debounceMilliseconds {
+            // The boot-settling window stays where it was: a reload is not a boot.
+            loop.debouncer = Self.debouncer(for: next, startNs: context.startNs)
+        }
+        if next.chip != loop.button.chip || next.line != loop.button.line {
+            context.logger.warning(
+                "button.chip and button.line take effect when the daemon restarts",
+                metadata: ["button": "\(source.origin)"]
+            )
+        }
+        loop.button = next
+    }
+
+    /// The reader (or opening it again) failed: reported, and tried again after the backoff.
+    private func failed(_ why: String, loop: inout Loop, _ continuation: AsyncStream<Input>.Continuation) {
+        let now = MonotonicClock.now()
+        guard case .restart(let at, let after, let failures) = loop.backoff.handle(.failed(at: now)) else { return }
+        context.logger.error(
+            "button events cannot be read; opening them again in \(after.humanReadable)",
+            metadata: ["button": "\(source.origin)", "why": "\(why)", "failures": "\(failures)"]
+        )
+        context.report(PartReport(part: Self.name, failures: failures, lastFailure: why, restartIn: after))
+        loop.reopening?.cancel()
+        loop.reopening = Task {
+            try? await Task.sleep(for: at.duration(since: MonotonicClock.now()))
+            guard !Task.isCancelled else { return }
+            continuation.yield(.reopen)
+        }
+    }
+
+    private func reopen(loop: inout Loop, current: ReaderSlot, _ continuation: AsyncStream<Input>.Continuation) {
+        let reader: EdgeReader
+        do {
+            reader = try source.open()
+        } catch {
+            failed("\(error)", loop: &loop, continuation)
+            return
+        }
+        current.replace(with: reader, forwardingInto: continuation)
+        _ = loop.backoff.handle(.started(at: MonotonicClock.now()))
+        let report = context.partReports.first { $0.part == Self.name }
+        context.logger.notice(
+            "button events are read again",
+            metadata: ["button": "\(source.origin)", "failures": "\(loop.backoff.failures)"]
+        )
+        context.report(
+            PartReport(
+                part: Self.name,
+                failures: loop.backoff.failures,
+                lastFailure: report?.lastFailure ?? "",
+                restartIn: nil
+            )
+        )
+    }
+
+    /// Why a reader's stream finished, as a sentence.
+    static func words(for ending: EdgeReader.Ending) -> String {
+        switch ending {
+        case .stopped: "the reader was stopped"
+        case .endOfInput: "the events' source was closed"
+        case .failed(let error): "\(error)"
         }
     }
 
@@ -174,6 +266,38 @@ struct ButtonService: Service, CustomStringConvertible {
                 startNs: startNs
             )
         )
+    }
+}
+
+/// The button's current reader, shared with the shutdown handler; each reader's edges
+/// are forwarded into the service's inputs, then `.ended`.
+final class ReaderSlot: Sendable {
+    private let reader: Mutex<EdgeReader>
+    private let forwarding = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ reader: EdgeReader) {
+        self.reader = Mutex(reader)
+    }
+
+    var ending: EdgeReader.Ending? { reader.withLock { $0.ending } }
+
+    func forward(into continuation: AsyncStream<ButtonService.Input>.Continuation) {
+        let edges = reader.withLock { $0.edges }
+        forwarding.withLock { task in
+            task = Task {
+                for await edge in edges { continuation.yield(.edge(edge)) }
+                continuation.yield(.ended)
+            }
+        }
+    }
+
+    func replace(with next: EdgeReader, forwardingInto continuation: AsyncStream<ButtonService.Input>.Continuation) {
+        reader.withLock { $0 = next }
+        forward(into: continuation)
+    }
+
+    func stop() {
+        reader.withLock { $0.stop() }
     }
 }
 

@@ -184,7 +184,7 @@ struct ConfigService: Service, CustomStringConvertible {
                         metadata: ["file": "\(context.configPath)", "trigger": "\(why)"]
                     )
                     context.notify([
-                        "READY=1", "STATUS=\(DaemonStatus.text(for: config, button: context.buttonOrigin))",
+                        "READY=1", "STATUS=\(context.statusText(for: config))",
                     ])
                 }
                 return
@@ -198,7 +198,7 @@ struct ConfigService: Service, CustomStringConvertible {
                 ]
             )
             context.apply(config)
-            context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: config, button: context.buttonOrigin))"])
+            context.notify(["READY=1", "STATUS=\(context.statusText(for: config))"])
         }
     }
 

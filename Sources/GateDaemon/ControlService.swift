@@ -90,7 +90,8 @@ struct ControlService: Service, CustomStringConvertible {
                         pid: getpid(),
                         uid: geteuid(),
                         configPath: ConfigLocator.canonical(context.configPath) ?? context.configPath,
-                        runtimeDirectory: context.paths.runtimeDirectory
+                        runtimeDirectory: context.paths.runtimeDirectory,
+                        parts: context.partReports
                     )
                 )
             )

@@ -52,7 +52,7 @@ public enum Daemon {
         }
 
         var services: [any Service] = []
-        let button: (reader: EdgeReader, origin: String)?
+        let button: (reader: EdgeReader, source: ButtonSource)?
         do {
             button = try openButton(options: options, config: config, logger: logger)
         } catch {
@@ -75,7 +75,7 @@ public enum Daemon {
             credentials: AdapterFactory.credentials(environment: environment),
             notifier: notifier,
             startNs: startNs,
-            buttonOrigin: button?.origin,
+            buttonOrigin: button?.source.origin,
             logger: logger,
             watchdogInterval: watchdogInterval
         )
@@ -101,7 +101,7 @@ public enum Daemon {
             services.append(ControlService(context: context, listener: listener))
         }
         if let button {
-            services.append(ButtonService(context: context, reader: button.reader, origin: button.origin))
+            services.append(ButtonService(context: context, reader: button.reader, source: button.source))
             context.progress.watch(ButtonService.name)
         }
         // Last: shut down first, so that STOPPING=1 leaves at once (see NotifierService).
@@ -128,25 +128,30 @@ public enum Daemon {
         return ExitStatus.success
     }
 
+    /// The button's first reader, opened before `READY=1`, and how to open it again.
     private static func openButton(
         options: Options,
         config: GateConfig,
         logger: Logger
-    ) throws -> (reader: EdgeReader, origin: String)? {
+    ) throws -> (reader: EdgeReader, source: ButtonSource)? {
+        let source: ButtonSource
         if let path = options.buttonEvents {
-            let fd = try EventFIFO.open(path)
-            return (try EdgeReader(fd: fd), "events FIFO \(path)")
-        }
-        guard let button = config.button else {
+            source = ButtonSource(origin: "events FIFO \(path)") { try EdgeReader(owning: EventFIFO.open(path)) }
+        } else if let button = config.button {
+            // The line of the configuration at start: button.chip and button.line take effect at a restart.
+            source = ButtonSource(origin: "\(button.chip) line \(button.line)") {
+                let line = try ButtonLine.open(
+                    chip: button.chip,
+                    line: UInt32(clamping: button.line),
+                    activeLow: button.activeLow
+                )
+                return try EdgeReader(line: line)
+            }
+        } else {
             logger.notice("no [button] table in the configuration: the daemon runs without a push button")
             return nil
         }
-        let line = try ButtonLine.open(
-            chip: button.chip,
-            line: UInt32(clamping: button.line),
-            activeLow: button.activeLow
-        )
-        return (try EdgeReader(line: line), "\(button.chip) line \(button.line)")
+        return (try source.open(), source)
     }
 }
 

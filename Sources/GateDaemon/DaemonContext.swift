@@ -45,6 +45,8 @@ public final class DaemonContext: Sendable {
         var link: MQTTLink?
         var openings = 0
     }
+    /// The parts that failed since the start, latest word on each (docs/CONTRACT.md#gate-daemon).
+    private let failedParts = Mutex<[PartReport]>([])
 
     public init(
         config: GateConfig,
@@ -164,6 +166,28 @@ public final class DaemonContext: Sendable {
 
     func setLink(_ link: MQTTLink?) {
         linkSlot.withLock { $0.link = link }
+    }
+
+    /// What the parts that failed since the start say now, in the order they first failed.
+    public var partReports: [PartReport] { failedParts.withLock { $0 } }
+
+    /// Records the latest word on a failed part and tells systemd (`STATUS=`); `gate doctor`
+    /// hears it from `partReports`.
+    func report(_ report: PartReport) {
+        failedParts.withLock { reports in
+            if let index = reports.firstIndex(where: { $0.part == report.part }) {
+                reports[index] = report
+            } else {
+                reports.append(report)
+            }
+        }
+        notify(["STATUS=\(statusText(for: config))"])
+    }
+
+    /// The one-line `STATUS=` systemd shows under `systemctl status gate`: what runs, then
+    /// each part that failed.
+    func statusText(for config: GateConfig) -> String {
+        ([DaemonStatus.text(for: config, button: buttonOrigin)] + partReports.map(\.sentence)).joined(separator: "; ")
     }
 
     /// Sends a notification to systemd when it asked for them; failures are logged only:

@@ -68,40 +68,58 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
             case .statusChanged:
                 guard var running = machine, case .success(let record) = StatusFile.effective(paths: context.paths)
                 else { continue }
-                for action in running.handle(.observed(record)) {
-                    switch action {
-                    case .show(let notice):
-                        // Without a session bus (said once at start) nothing is tried; the machine
-                        // still follows the file, so a bus that comes later shows only what is new.
-                        guard notifications.unavailability == nil else {
-                            _ = running.handle(.notShown)
-                            continue
-                        }
-                        switch await notifications.show(notice) {
-                        case .success(let id):
-                            _ = running.handle(.shown(id: id))
-                            if lastFailure != nil { logger.notice("desktop notifications are shown again") }
-                            lastFailure = nil
-                            logger.debug(
-                                "desktop notification shown",
-                                metadata: [
-                                    "id": "\(id)", "replaces": "\(notice.replaces)", "summary": "\(notice.summary)",
-                                    "body": "\(notice.body)",
-                                ]
-                            )
-                        case .failure(let failure):
-                            _ = running.handle(.notShown)
-                            // Said once until it changes or works again; tried again at the next notice.
-                            if failure != lastFailure {
-                                logger.warning("\(failure)", metadata: ["summary": "\(notice.summary)"])
-                            } else {
-                                logger.debug("\(failure)", metadata: ["summary": "\(notice.summary)"])
-                            }
-                            lastFailure = failure
-                        }
-                    }
+                for action in running.handle(.observed(record, at: MonotonicClock.now())) {
+                    await carryOut(action, machine: &running, lastFailure: &lastFailure)
                 }
                 machine = running
+            }
+        }
+    }
+
+    /// Shows a notice and tells the machine what became of it, or logs one held back.
+    private func carryOut(
+        _ action: NotificationMachine.Action,
+        machine: inout NotificationMachine,
+        lastFailure: inout DesktopNotificationFailure?
+    ) async {
+        let logger = context.logger
+        switch action {
+        case .heldBack(let notice, let count):
+            // Said once a burst: real openings never come this fast.
+            let why = "(the status file is writable by group gate); the next one shown says how many"
+            logger.log(
+                level: count == 1 ? .warning : .debug,
+                "desktop notifications held back: more than \(NotificationMachine.burst) new ones at once \(why)",
+                metadata: ["summary": "\(notice.summary)", "held_back": "\(count)"]
+            )
+        case .show(let notice):
+            // Without a session bus (said once at start) nothing is tried; the machine
+            // still follows the file, so a bus that comes later shows only what is new.
+            guard notifications.unavailability == nil else {
+                _ = machine.handle(.notShown)
+                return
+            }
+            switch await notifications.show(notice) {
+            case .success(let id):
+                _ = machine.handle(.shown(id: id))
+                if lastFailure != nil { logger.notice("desktop notifications are shown again") }
+                lastFailure = nil
+                logger.debug(
+                    "desktop notification shown",
+                    metadata: [
+                        "id": "\(id)", "replaces": "\(notice.replaces)", "summary": "\(notice.summary)",
+                        "body": "\(notice.body)",
+                    ]
+                )
+            case .failure(let failure):
+                _ = machine.handle(.notShown)
+                // Said once until it changes or works again; tried again at the next notice.
+                if failure != lastFailure {
+                    logger.warning("\(failure)", metadata: ["summary": "\(notice.summary)"])
+                } else {
+                    logger.debug("\(failure)", metadata: ["summary": "\(notice.summary)"])
+                }
+                lastFailure = failure
             }
         }
     }

@@ -18,10 +18,10 @@ struct NotifierService: Service, CustomStringConvertible {
     let watchdogInterval: Duration?
 
     func run() async {
-        context.notify(["READY=1", "STATUS=\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"])
+        context.notify(["READY=1", "STATUS=\(context.statusText(for: context.config))"])
         context.logger.info(
             "daemon ready",
-            metadata: ["status": "\(DaemonStatus.text(for: context.config, button: context.buttonOrigin))"]
+            metadata: ["status": "\(context.statusText(for: context.config))"]
         )
         if let interval = watchdogInterval {
             var starving = false

@@ -13,7 +13,8 @@ import Glibc
 /// "interrupted"`. A panel script that reads the file with `jq` instead of
 /// `gate status` then never shows a stuck state either.
 ///
-/// Rewrites happen under the opening lock, so they never race a live opener; the
+/// Rewrites are renamed into place under the opening lock, so they never race a live
+/// opener, and fsynced before it is taken, so that no opener waits for the card; the
 /// keeper wakes on changes of the runtime folder (inotify) and at `reset_at`, and
 /// does nothing while nothing happens.
 struct StatusKeeperService: Service, CustomStringConvertible {
@@ -116,18 +117,14 @@ struct StatusKeeperService: Service, CustomStringConvertible {
         guard let record = loaded else {
             // No file yet (a fresh boot), or one that holds no valid record: widgets get a
             // `ready` to show.
-            rewrite { StatusFile.read(paths.statusFile) == nil ? .initial(now: now) : nil }
+            rewrite(to: .initial(now: now), ifStill: nil)
             return nil
         }
         let held = OpeningLock.isHeld(path: paths.lockFile)
         let effective = record.effective(now: now, lockHeld: held)
         if effective != record {
-            rewrite {
-                // Read again under the lock: an opener may have finished in between.
-                guard let fresh = StatusFile.read(paths.statusFile) else { return nil }
-                let settled = fresh.effective(now: WallClock.iso8601(), lockHeld: false)
-                return settled == fresh ? nil : settled
-            }
+            // Written as it will be when the lock is taken: free.
+            rewrite(to: record.effective(now: WallClock.iso8601(), lockHeld: false), ifStill: record)
             return nil
         }
         switch record.state {
@@ -143,29 +140,48 @@ struct StatusKeeperService: Service, CustomStringConvertible {
         }
     }
 
-    /// Writes what `replacement` returns while holding the opening lock; skipped when
-    /// an opener holds it (that opener writes the file itself).
-    private func rewrite(_ replacement: () -> StatusRecord?) {
+    /// Puts `replacement` in place of the file if it still holds `seen` (nil: no valid
+    /// record). The new file is written and fsynced first, without the lock; under the
+    /// lock come only a read and a rename, so an opener never waits for the card, and one
+    /// that meets the tidy waits for it instead of being refused (docs/CONTRACT.md#the-lock).
+    /// Dropped when an opener holds the lock or the file changed meanwhile: its writer
+    /// wrote what is true, and the change nudges the keeper again.
+    private func rewrite(to replacement: StatusRecord, ifStill seen: StatusRecord?) {
         let paths = context.paths
+        let staged: StagedReplacement
+        switch StatusFile.stage(replacement, for: paths.statusFile) {
+        case .success(let written): staged = written
+        case .failure(let failure):
+            context.logger.warning("cannot write the status file", metadata: ["error": "\(failure)"])
+            return
+        }
         let acquired = OpeningLock.acquire(
             path: paths.lockFile,
             pid: getpid(),
-            source: "daemon",
+            source: OpeningLock.tidySource,
             since: WallClock.iso8601()
         )
-        guard case .success(.acquired(let lock)) = acquired else { return }
-        if let record = replacement() {
-            if let failure = StatusFile.write(record, to: paths.statusFile) {
-                context.logger.warning("cannot write the status file", metadata: ["error": "\(failure)"])
-            } else {
-                context.logger.debug(
-                    "status file tidied",
-                    metadata: [
-                        "state": "\(record.state.rawValue)", "outcome": "\(record.last?.outcome.rawValue ?? "none")",
-                    ]
-                )
-            }
+        guard case .success(.acquired(let lock)) = acquired else {
+            staged.discard()
+            context.logger.debug("status file tidy dropped: an opener holds the lock")
+            return
         }
-        withExtendedLifetime(lock) {}
+        defer { lock.release() }
+        guard StatusFile.read(paths.statusFile) == seen else {
+            staged.discard()
+            context.logger.debug("status file tidy dropped: the file changed meanwhile")
+            return
+        }
+        if let failure = staged.commit() {
+            context.logger.warning("cannot write the status file", metadata: ["error": "\(failure)"])
+        } else {
+            context.logger.debug(
+                "status file tidied",
+                metadata: [
+                    "state": "\(replacement.state.rawValue)",
+                    "outcome": "\(replacement.last?.outcome.rawValue ?? "none")",
+                ]
+            )
+        }
     }
 }

@@ -147,6 +147,18 @@ struct ControlMessageTests {
         for reply in [
             ControlReply.state(.triggering, .udp), .state(.error, nil), .declined("another configuration"), .accepted,
             .who(daemon), .error("the request is not one JSON object on one line"), .hello(daemon),
+            .who(
+                ControlDaemon(
+                    pid: 42,
+                    uid: 999,
+                    configPath: "/etc/gate/gate.toml",
+                    runtimeDirectory: "/run/gate",
+                    parts: [
+                        PartReport(part: "button", failures: 2, lastFailure: "EIO", restartIn: .seconds(2)),
+                        PartReport(part: "notify", failures: 1, lastFailure: "gone", restartIn: nil),
+                    ]
+                )
+            ),
         ] {
             #expect(ControlReply.parse(line(reply.json)) == reply)
         }

@@ -291,6 +291,22 @@ struct DoctorVerdictTests {
             )
         )
         #expect(DoctorVerdict.daemon(.stale(socket: socket), user: alice, configPath: file).status == .ok)
+        // Issue 28, item 2: a part that failed is said; one waiting to be started again fails the check.
+        var restarting = system
+        restarting.parts = [PartReport(part: "button", failures: 1, lastFailure: "EIO", restartIn: .seconds(1))]
+        let failing = DoctorVerdict.daemon(
+            .answered(restarting, peerUID: 998, socket: socket),
+            user: alice,
+            configPath: nil
+        )
+        #expect(failing.failed && failing.detail.contains("button failed (1 failure in a row): EIO"), "\(failing)")
+        restarting.parts[0].restartIn = nil
+        let recovered = DoctorVerdict.daemon(
+            .answered(restarting, peerUID: 998, socket: socket),
+            user: alice,
+            configPath: nil
+        )
+        #expect(recovered.status == .ok && recovered.detail.contains("button restarted after 1 failure (last: EIO)"))
         let hostile = DoctorVerdict.daemon(
             .untrusted(pid: 77, uid: 1001, socket: socket),
             user: alice,

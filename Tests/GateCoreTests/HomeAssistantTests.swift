@@ -99,6 +99,45 @@ struct HomeAssistantConfigTests {
         #expect(found.first?.message.contains("secrets do not live in files") == true, "\(found)")
     }
 
+    /// Issue 28, item 11: HA's PRESS on the ESP32's trigger topic would reach the relay
+    /// directly, past gate's lock and cooldown (docs/CONTRACT.md#validation).
+    @Test(arguments: [
+        ("trigger_topic = \"gate/garden_gate/open\"", "mqtt.trigger_topic", "command topic"),
+        ("status_topic = \"gate/garden_gate/open\"", "mqtt.status_topic", "command topic"),
+        ("trigger_topic = \"gate/garden_gate/availability\"", "mqtt.trigger_topic", "availability"),
+        ("status_topic = \"homeassistant/status\"", "mqtt.status_topic", "Home Assistant's own status"),
+    ])
+    func topicsCollidingWithHomeAssistantAreRefused(line: String, key: String, words: String) throws {
+        let found = problems(mqtt + line + "\n[homeassistant]\n")
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.key == key)
+        #expect(found.first?.line == 3)
+        #expect(found.first?.message.contains(words) == true, "\(found)")
+        #expect(found.first?.message.contains("past gate's lock and cooldown") == true, "\(found)")
+        // The same topics without Home Assistant are an ordinary configuration.
+        #expect(try parse(mqtt + line + "\n").mqtt != nil)
+    }
+
+    @Test func everyHomeAssistantTopicIsCheckedAgainstBothESP32Topics() throws {
+        let config = HomeAssistantConfig(discoveryPrefix: "ha", nodeID: "front", name: "Front")
+        let table = "[homeassistant]\ndiscovery_prefix = \"ha\"\nnode_id = \"front\"\n"
+        for topic in HomeAssistantTopics(config).all {
+            for key in ["trigger_topic", "status_topic"] {
+                let found = problems(mqtt + "\(key) = \(TOMLDocument.quoted(topic))\n" + table)
+                #expect(found.map(\.key) == ["mqtt.\(key)"], "\(topic): \(found)")
+            }
+        }
+    }
+
+    @Test func aDiscoveryPrefixThatMakesHomeAssistantsStatusTheESP32sIsNamed() {
+        // The ESP32's topics are the defaults here: the prefix is the key to change.
+        let found = problems(mqtt + "[homeassistant]\ndiscovery_prefix = \"iot/house/gate/esp32\"\n")
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.key == "homeassistant.discovery_prefix")
+        #expect(found.first?.line == 4)
+        #expect(found.first?.message.contains("mqtt.status_topic") == true, "\(found)")
+    }
+
     @Test func renderedReadsBack() throws {
         let config = try parse(mqtt + "[homeassistant]\nnode_id = \"g\"\nname = \"Gate \\\"A\\\"\"\n")
         let rendered = config.renderedTOML(source: "gate.toml")

@@ -35,6 +35,27 @@ struct GateConfigTests {
         #expect(check.stderr.contains(key))
     }
 
+    /// Issue 28, item 11: HA's PRESS on the ESP32's trigger topic would reach the relay past
+    /// gate's lock and cooldown; `config check` refuses it, as `gate daemon` does at start.
+    @Test("A Home Assistant topic equal to an ESP32 topic is refused (78, the key, file:line)")
+    func homeAssistantTopicCollision() throws {
+        let config = try TestConfig(
+            """
+            [mqtt]
+            host = "127.0.0.1"
+            trigger_topic = "gate/garden_gate/open"
+            [homeassistant]
+
+            """
+        )
+        let check = try GateRunner.run(["config", "check", "--config", config.path])
+        #expect(check.status == 78, "\(check.summary)")
+        #expect(check.stderr.contains("\(config.path):3: mqtt.trigger_topic"), "\(check.stderr)")
+        #expect(check.stderr.contains("command topic"), "\(check.stderr)")
+        let daemon = try GateRunner.run(["daemon", "--config", config.path])
+        #expect(daemon.status == 78, "\(daemon.summary)")
+    }
+
     @Test("A syntax error names the line")
     func syntaxLine() throws {
         let config = try TestConfig("[udp]\nhost = \"127.0.0.1\"\nport = = 5\n")

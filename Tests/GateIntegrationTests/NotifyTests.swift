@@ -17,24 +17,32 @@ private func value(_ key: String, in line: String) -> String? {
 
 @Suite("Desktop notifications (docs/CONTRACT.md#desktop, [notify])", .serialized)
 struct NotifyTests {
-    @Test(
-        "A real notification server: one notification per opening, replaced as it goes; own openings only when they fail or with every_opening; reload"
-    )
-    func realServer() throws {
+    /// dunst on a private bus, the simulator, and a daemon with `[notify]` that said so.
+    private func notifyingDaemon() throws -> (SecretSession, Simulator, TestConfig, DaemonProcess) {
         let session = try SecretSession(notificationServer: true)
         let sim = try Simulator(["--hold-ms", "100"])
-        let environment = session.environment()
         let config = try TestConfig(
             daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n")
         )
         let daemon = try DaemonProcess(
             config: config.path,
-            environment: environment,
+            environment: session.environment(),
             extraArguments: ["--log-level", "debug"]
         )
         try daemon.waitForReady()
         daemon.waitForSettling()
-        #expect(daemon.waitForLog("desktop notifications on"), "\(daemon.log)")
+        guard daemon.waitForLog("desktop notifications on") else {
+            throw DaemonProcess.Failure("no notifications: \(daemon.log)")
+        }
+        return (session, sim, config, daemon)
+    }
+
+    @Test(
+        "A real notification server: one notification per opening, replaced as it goes; own openings only when they fail or with every_opening; reload"
+    )
+    func realServer() throws {
+        let (session, sim, config, daemon) = try notifyingDaemon()
+        let environment = daemon.environment
 
         func history(count: Int) throws -> [(id: Int, summary: String, body: String)] {
             try session.closeAllNotifications()
@@ -120,6 +128,50 @@ struct NotifyTests {
         #expect(shown.count == 4, "the press while [notify] was absent made none: \(shown)")
         #expect(shown.first?.body == "source: button", "\(shown)")
         #expect(try sim.activations().count == 5)
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
+
+    /// Issue 28, item 8: a group member writes status.json; dunst reads bodies as markup.
+    @Test(
+        "Forged status records: their words reach dunst as text, and 200 forged failures in 4 s make at most 4 notifications"
+    )
+    func forgedRecords() throws {
+        let (session, sim, _, daemon) = try notifyingDaemon()
+        let environment = daemon.environment
+        let runtime = try #require(environment["GATE_RUNTIME_DIR"])
+
+        // As a member would: a temporary file renamed over status.json, 50 a second; each
+        // its own words (dunst stacks identical notifications into one).
+        for index in 0..<200 {
+            let source = index == 199 ? "final" : "cli"
+            let finished = String(format: "2026-11-26T04:00:%02d.%03dZ", index / 50, index % 50 * 20)
+            let record =
+                #"{"state":"ready","since":"\#(finished)","source":null,"pid":null,"adapter":null,"reset_at":null,"#
+                + #""last":{"outcome":"error","error":"<b>forged</b>&#10;\#(index)","adapter":"udp","duration_ms":1,"#
+                + #""finished_at":"\#(finished)","source":"\#(source)"}}"#
+            let temporary = runtime + "/.forged-\(index)"
+            try record.write(toFile: temporary, atomically: false, encoding: .utf8)
+            #expect(rename(temporary, runtime + "/status.json") == 0)
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(daemon.waitForLog("desktop notification", "Gate: opening failed (final)"), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notifications held back"), "\(daemon.log)")
+
+        try session.closeAllNotifications()
+        var shown: [(id: Int, summary: String, body: String)] = []
+        _ = try waitUntil {
+            shown = try session.notificationHistory()
+            return !shown.isEmpty
+        }
+        #expect(!shown.isEmpty && shown.count <= 4, "\(shown.count) notifications: \(shown)")
+        for notification in shown {
+            #expect(
+                notification.body.hasPrefix("&lt;b&gt;forged&lt;/b&gt;&amp;#10;"),
+                "dunst got markup: \(notification.body)"
+            )
+            #expect(!notification.body.contains("<"), "\(notification.body)")
+        }
+        #expect(try sim.activations().isEmpty)
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 

@@ -179,8 +179,13 @@ public final class DaemonProcess {
     /// Writes the edges as one write(2) (atomic for up to 256 records: PIPE_BUF is 4096).
     /// The FIFO is opened for this write only; the daemon keeps it open read-write.
     public func writeEdges(_ edges: [(EdgeKind, UInt64)]) throws {
+        try writeButtonBytes(edges.flatMap { Self.record($0.0, at: $0.1) })
+        lastEdgeNs = max(lastEdgeNs ?? 0, edges.map(\.1).max() ?? 0)
+    }
+
+    /// Writes `bytes` into the button FIFO as they are, whole records or not (a broken writer).
+    public func writeButtonBytes(_ bytes: [UInt8]) throws {
         guard let fifoPath else { throw Failure("this daemon has no button FIFO") }
-        let bytes = edges.flatMap { Self.record($0.0, at: $0.1) }
         let fd = open(fifoPath, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw Failure("open \(fifoPath) for writing: errno \(errno) (is the daemon reading it?)") }
         defer { close(fd) }
@@ -188,7 +193,6 @@ public final class DaemonProcess {
         guard written == bytes.count else {
             throw Failure("wrote \(written) of \(bytes.count) bytes to \(fifoPath): errno \(errno)")
         }
-        lastEdgeNs = max(lastEdgeNs ?? 0, edges.map(\.1).max() ?? 0)
     }
 
     /// A press as a finger makes it (active low): falling edge now, rising `holdMs` later,

@@ -154,6 +154,7 @@ struct ConfigValidator {
         if tableLines[.button] != nil, button == nil { return nil }
         if tableLines[.homeassistant] != nil, homeAssistant == nil { return nil }
         if tableLines[.notify] != nil, notify == nil { return nil }
+        if let mqtt, let homeAssistant { checkTopicsDisjoint(mqtt: mqtt, homeAssistant: homeAssistant) }
         return GateConfig(
             udp: udp,
             mqtt: mqtt,

@@ -319,6 +319,36 @@ extension ConfigValidator {
         )
     }
 
+    /// Home Assistant's topics and the ESP32's are disjoint (docs/CONTRACT.md#validation): a
+    /// PRESS on the trigger topic would reach the relay directly, past gate's lock and cooldown,
+    /// and the daemon's own messages on the status topic would be read as the relay's. Named
+    /// on the ESP32's key when the file sets it, else on the `[homeassistant]` key that makes it.
+    mutating func checkTopicsDisjoint(mqtt: MQTTConfig, homeAssistant: HomeAssistantConfig) {
+        let esp32 = [("trigger_topic", mqtt.triggerTopic), ("status_topic", mqtt.statusTopic)]
+        for use in HomeAssistantTopics(homeAssistant).uses {
+            for (name, topic) in esp32 where topic == use.topic {
+                let consequence =
+                    "the ESP32's topics and Home Assistant's must differ, or messages for one reach the other: "
+                    + "a press in Home Assistant could reach the relay directly, past gate's lock and cooldown"
+                if let set = values[.mqtt]?[name] {
+                    report(
+                        "mqtt.\(name)",
+                        line: set.line,
+                        "\(TOMLDocument.quoted(topic)) is also \(use.role), made from homeassistant.\(use.key); "
+                            + "\(consequence); choose another \(name) or homeassistant.\(use.key)"
+                    )
+                } else {
+                    report(
+                        "homeassistant.\(use.key)",
+                        line: values[.homeassistant]?[use.key]?.line ?? tableLines[.homeassistant],
+                        "makes \(use.role) \(TOMLDocument.quoted(topic)), which is mqtt.\(name); "
+                            + "\(consequence); choose another \(use.key) or set mqtt.\(name)"
+                    )
+                }
+            }
+        }
+    }
+
     // MARK: Typed values
 
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {

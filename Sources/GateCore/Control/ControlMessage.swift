@@ -150,12 +150,38 @@ public struct ControlDaemon: Sendable, Hashable {
     public var uid: UInt32
     public var configPath: String
     public var runtimeDirectory: String
+    /// The daemon's parts that failed since it started (docs/CONTRACT.md#gate-daemon).
+    public var parts: [PartReport]
 
-    public init(pid: Int32, uid: UInt32, configPath: String, runtimeDirectory: String) {
+    public init(pid: Int32, uid: UInt32, configPath: String, runtimeDirectory: String, parts: [PartReport] = []) {
         self.pid = pid
         self.uid = uid
         self.configPath = configPath
         self.runtimeDirectory = runtimeDirectory
+        self.parts = parts
+    }
+}
+
+extension PartReport {
+    var json: JSONValue {
+        .object([
+            ("part", .string(part)), ("failures", .int(Int64(failures))), ("last_failure", .string(lastFailure)),
+            ("restart_in_ms", restartIn.map { .int($0.milliseconds) } ?? .null),
+        ])
+    }
+
+    init?(json value: JSONValue) {
+        guard let part = try? value.requiredString("part"),
+            let failures = try? value.requiredInteger("failures", as: Int.self),
+            let lastFailure = try? value.requiredString("last_failure")
+        else { return nil }
+        let restartIn: Duration?
+        switch value["restart_in_ms"] {
+        case nil, .null?: restartIn = nil
+        case .int(let milliseconds)?: restartIn = .milliseconds(milliseconds)
+        case .string?, .bool?, .array?, .object?: return nil
+        }
+        self.init(part: part, failures: failures, lastFailure: lastFailure, restartIn: restartIn)
     }
 }
 
@@ -198,6 +224,7 @@ public enum ControlReply: Sendable, Hashable {
             return .object([
                 ("reply", .string("who")), ("pid", .int(Int64(daemon.pid))), ("uid", .int(Int64(daemon.uid))),
                 ("config", .string(daemon.configPath)), ("runtime", .string(daemon.runtimeDirectory)),
+                ("parts", .array(daemon.parts.map(\.json))),
             ])
         case .error(let message):
             return .object([("reply", .string("error")), ("error", .string(message))])
@@ -243,7 +270,10 @@ public enum ControlReply: Sendable, Hashable {
             let uid = try? value.requiredInteger("uid", as: UInt32.self),
             let config = try? value.requiredString("config"), let runtime = try? value.requiredString("runtime")
         else { return nil }
-        return ControlDaemon(pid: pid, uid: uid, configPath: config, runtimeDirectory: runtime)
+        // Absent from daemons before issue 28: no part failed, as far as they say.
+        var parts: [PartReport] = []
+        if case .array(let reports)? = value["parts"] { parts = reports.compactMap(PartReport.init(json:)) }
+        return ControlDaemon(pid: pid, uid: uid, configPath: config, runtimeDirectory: runtime, parts: parts)
     }
 }
 

@@ -29,6 +29,17 @@ extension DoctorVerdict {
                 detail +=
                     "; but this account reads \(configPath), so its openings are declined and connect by themselves"
             }
+            // A part that failed since the start: restarting now is a failure, running again a note.
+            for part in daemon.parts { detail += "; \(part.sentence)" }
+            if let failing = daemon.parts.first(where: { $0.restartIn != nil }) {
+                return .fail(
+                    .daemon,
+                    .unavailable,
+                    detail,
+                    fix:
+                        "the daemon opens the \(failing.part) again by itself; if it keeps failing, see its log (journalctl -u gate.service)"
+                )
+            }
             return .ok(.daemon, detail)
         case .unusable(let socket, let why):
             return .fail(

@@ -28,6 +28,33 @@ public struct HomeAssistantTopics: Sendable, Equatable {
 
     /// Every retained topic the device leaves on the broker: what removal clears.
     public var retainedTopics: [String] { discoveryConfigs + [lastOpening, lastOpeningAttributes, availability] }
+
+    /// One topic the device publishes or subscribes to, what it is for, and the
+    /// `[homeassistant]` key it is made from (for the words of a collision).
+    public struct Use: Sendable, Equatable {
+        public var topic: String
+        public var role: String
+        public var key: String
+    }
+
+    /// Every topic the daemon publishes or subscribes to as the device: none may be
+    /// one of the ESP32's (docs/CONTRACT.md#validation).
+    public var uses: [Use] {
+        [
+            Use(
+                topic: command,
+                role: "Home Assistant's command topic (its button publishes PRESS there)",
+                key: "node_id"
+            ),
+            Use(topic: availability, role: "the device's availability topic", key: "node_id"),
+            Use(topic: lastOpening, role: "the \"Last opening\" sensor's state topic", key: "node_id"),
+            Use(topic: lastOpeningAttributes, role: "the \"Last opening\" sensor's attributes topic", key: "node_id"),
+            Use(topic: homeAssistantStatus, role: "Home Assistant's own status topic", key: "discovery_prefix"),
+        ] + discoveryConfigs.map { Use(topic: $0, role: "a discovery config topic", key: "discovery_prefix") }
+    }
+
+    /// The topics of `uses`.
+    public var all: [String] { uses.map(\.topic) }
 }
 
 /// A message for the broker.

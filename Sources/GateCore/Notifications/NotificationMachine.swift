@@ -13,8 +13,16 @@
 /// server gave the first). Any number of writes for one opening make at most two
 /// notices: its start and its end.
 ///
-/// The caller shows a `.show` notice and feeds back `.shown(id:)` or `.notShown`
-/// before the next observation.
+/// The file is anyone's in group `gate` (docs/CONTRACT.md#shared-folders), so what it
+/// says is text, never markup, and how many openings it shows is theirs to choose:
+/// bodies are escaped for the server's markup (`SafeText.markup`), and new
+/// notifications are rationed (`NotificationBudget`: `burst` at once, then one per
+/// `refill`); replacing an opening's own notification costs nothing. What was held
+/// back is counted in the next notice shown.
+///
+/// The caller shows each `.show` notice in order and feeds back `.shown(id:)` or
+/// `.notShown` for each, in the same order, before the next observation; a
+/// `.heldBack` notice is only logged.
 public struct NotificationMachine: Sendable {
     public enum Urgency: UInt8, Sendable {
         case low = 0
@@ -23,7 +31,11 @@ public struct NotificationMachine: Sendable {
     }
 
     public struct Notice: Sendable, Equatable {
+        /// Plain text, as the specification has it for summaries.
         public var summary: String
+        /// Markup (the notification specification's subset of XML), every word from the
+        /// status file escaped: dunst and others read bodies as markup whether or not they
+        /// announce `body-markup`.
         public var body: String
         public var urgency: Urgency
         /// The server's id of the notification this one replaces; 0: a new one.
@@ -41,8 +53,8 @@ public struct NotificationMachine: Sendable {
     }
 
     public enum Event: Sendable {
-        /// The status file's effective record, read after it changed.
-        case observed(StatusRecord)
+        /// The status file's effective record, read after it changed, and when (CLOCK_MONOTONIC).
+        case observed(StatusRecord, at: MonotonicInstant)
         /// The server showed the last notice under this id.
         case shown(id: UInt32)
         /// The last notice could not be shown (no server, an error): the opening's next
@@ -54,11 +66,19 @@ public struct NotificationMachine: Sendable {
 
     public enum Action: Sendable, Equatable {
         case show(Notice)
+        /// Not shown: new notifications came faster than the budget allows; `count` were
+        /// held back since the last one shown (1: a burst begins).
+        case heldBack(Notice, count: Int)
     }
 
     /// The openings made by someone other than this desktop's user: notified even
     /// when they succeed.
     public static let othersSources: Set<String> = ["elsewhere", "button", "homeassistant"]
+    /// New notifications that may appear at once; real openings, 2 s of cooldown apart, never
+    /// come faster than one per `refill` for long.
+    public static let burst = 4
+    /// One more new notification per this much time.
+    public static let refill: Duration = .seconds(15)
 
     struct Opening: Equatable {
         var source: String
@@ -71,8 +91,12 @@ public struct NotificationMachine: Sendable {
     /// The last finished opening as last read: the same `last` again is no new opening.
     private var lastSeen: StatusRecord.Last?
     private var inFlight: Opening?
-    /// The opening whose notice was shown last, until the server answers.
-    private var awaitingID: Opening?
+    /// For each notice shown and not yet answered, in order: the opening it began (whose
+    /// later notices replace it), or nil for a notice that began none.
+    private var awaitingIDs: [Opening?] = []
+    private var budget = NotificationBudget(capacity: NotificationMachine.burst, interval: NotificationMachine.refill)
+    /// Notices held back by the budget since the last one shown.
+    private var withheld = 0
 
     /// Starts from the record the file holds now: what already happened is not notified,
     /// and an opening already in flight is notified only at its end.
@@ -90,21 +114,23 @@ public struct NotificationMachine: Sendable {
             settings = new
             return []
         case .shown(let id):
-            if var opening = awaitingID, opening == inFlight {
+            // Matched by order: one observation can end one opening and begin the next.
+            if !awaitingIDs.isEmpty, var opening = awaitingIDs.removeFirst(), opening == inFlight {
                 opening.id = id
                 inFlight = opening
             }
-            awaitingID = nil
             return []
         case .notShown:
-            awaitingID = nil
+            if !awaitingIDs.isEmpty { awaitingIDs.removeFirst() }
             return []
-        case .observed(let record):
-            return observe(record)
+        case .observed(let record, let now):
+            return observe(record, at: now)
         }
     }
 
-    private mutating func observe(_ record: StatusRecord) -> [Action] {
+    private mutating func observe(_ record: StatusRecord, at now: MonotonicInstant) -> [Action] {
+        // Every notice was answered before this observation; an unanswered one has no id.
+        awaitingIDs.removeAll()
         var actions: [Action] = []
         if let last = record.last, last != lastSeen {
             lastSeen = last
@@ -112,8 +138,9 @@ public struct NotificationMachine: Sendable {
             let opening = inFlight?.source == last.source ? inFlight : nil
             inFlight = nil
             if let notice = finished(last, replacing: opening?.id) {
-                actions.append(.show(notice))
-                awaitingID = nil
+                let action = admit(notice, at: now)
+                actions.append(action)
+                if case .show = action { awaitingIDs.append(nil) }
             }
         }
         switch record.state {
@@ -122,22 +149,35 @@ public struct NotificationMachine: Sendable {
             if let current = inFlight, current.source == opening.source, current.pid == opening.pid { break }
             inFlight = opening
             guard wants(source: opening.source) else { break }
-            actions.append(
-                .show(
-                    Notice(
-                        summary: "Gate: opening (\(opening.source))…",
-                        body: Self.startBody(record),
-                        urgency: .low,
-                        replaces: 0,
-                        timeoutMilliseconds: timeout
-                    )
-                )
+            let notice = Notice(
+                summary: "Gate: opening (\(opening.source))…",
+                body: SafeText.markup(Self.startBody(record)),
+                urgency: .low,
+                replaces: 0,
+                timeoutMilliseconds: timeout
             )
-            awaitingID = opening
+            let action = admit(notice, at: now)
+            actions.append(action)
+            if case .show = action { awaitingIDs.append(opening) }
         case .ready, .timeout, .error:
             break
         }
         return actions
+    }
+
+    /// The notice as shown, or held back when it would be a new notification beyond the budget.
+    private mutating func admit(_ notice: Notice, at now: MonotonicInstant) -> Action {
+        if notice.replaces == 0, !budget.take(at: now) {
+            withheld += 1
+            return .heldBack(notice, count: withheld)
+        }
+        var shown = notice
+        if withheld > 0 {
+            let openings = withheld == 1 ? "1 earlier notification" : "\(withheld) earlier notifications"
+            shown.body += "\n(\(openings) not shown: more than \(Self.burst) at once; `gate history` has every opening)"
+            withheld = 0
+        }
+        return .show(shown)
     }
 
     private func wants(source: String) -> Bool {
@@ -156,7 +196,7 @@ public struct NotificationMachine: Sendable {
             let how = [last.adapter, duration].compactMap { $0 }.joined(separator: ", ")
             return Notice(
                 summary: "Gate: relay cycle confirmed" + (how.isEmpty ? "" : " (\(how))"),
-                body: "source: \(source)",
+                body: SafeText.markup("source: \(source)"),
                 urgency: .normal,
                 replaces: id ?? 0,
                 timeoutMilliseconds: timeout
@@ -166,7 +206,7 @@ public struct NotificationMachine: Sendable {
             let details = [last.adapter.map { "via \($0)" }, duration].compactMap { $0 }.joined(separator: ", ")
             return Notice(
                 summary: "Gate: opening failed (\(source))",
-                body: why + (details.isEmpty ? "" : " (\(details))"),
+                body: SafeText.markup(why + (details.isEmpty ? "" : " (\(details))")),
                 urgency: .critical,
                 replaces: id ?? 0,
                 timeoutMilliseconds: timeout

@@ -101,8 +101,8 @@ struct StatusView {
 
     var waybar: String {
         JSONValue.object([
-            ("text", .string(Self.pango(label))),
-            ("tooltip", .string(details.map(Self.pango).joined(separator: "\n"))),
+            ("text", .string(SafeText.markup(label))),
+            ("tooltip", .string(details.map(SafeText.markup).joined(separator: "\n"))),
             ("class", .string(look.rawValue)),
             ("alt", .string(record.state.rawValue)),
         ]).serialized()
@@ -125,30 +125,12 @@ struct StatusView {
     }
 
     var genmon: String {
-        let text = "<span foreground=\"\(look.color)\">\(Self.pango(label))</span>"
-        let tooltip = details.map(Self.pango).joined(separator: "&#10;")
+        let text = "<span foreground=\"\(look.color)\">\(SafeText.markup(label))</span>"
+        let tooltip = details.map(SafeText.markup).joined(separator: "&#10;")
         return "<txt>\(text)</txt><tool>\(tooltip)</tool><txtclick>gate open --source widget</txtclick>"
     }
 
     // MARK: escaping
-
-    /// Pango markup: `&`, `<`, `>` and quotes as entities, control characters dropped
-    /// (a raw newline would also split a `--watch` line).
-    static func pango(_ text: String) -> String {
-        var output = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default:
-                if scalar.value >= 0x20 && scalar.value != 0x7f { output.unicodeScalars.append(scalar) }
-            }
-        }
-        return output
-    }
 
     /// polybar reads `%{…}` as a formatting tag; `%%` is a literal `%`.
     static func polybarText(_ text: String) -> String {

@@ -48,6 +48,27 @@ public enum SafeText {
         return output
     }
 
+    /// `text` for a reader of markup (Pango in waybar and genmon, a notification server's
+    /// body: both a subset of XML): `&`, `<`, `>` and both quotes as entities, so that
+    /// outsider-written text stays text (`<b>` is shown, not obeyed; `&#10;` is shown, not a
+    /// line break), and every unsafe scalar (`isUnsafe`: controls, newlines, bidirectional and
+    /// zero-width characters) dropped, as XML 1.0 has no place for most of them either.
+    public static func markup(_ text: String) -> String {
+        var output = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&#39;"
+            default:
+                if !isUnsafe(scalar) { output.unicodeScalars.append(scalar) }
+            }
+        }
+        return output
+    }
+
     /// Whether `text` is a label as gate writes them into the shared files: 1 to
     /// `maximumLabelBytes` printable ASCII characters, no space (`cli`, `button`,
     /// `udp`, `success`, `operationTimeout`).

@@ -255,6 +255,16 @@ public enum ControlClient {
         return follower.follow(&met.reader, path: path, onStateChange: onStateChange)
     }
 
+    /// The proven daemon's `who` answer, or nil when it gives none in time.
+    private static func askWho(_ met: inout Met) -> ControlDaemon? {
+        let bytes = Array((ControlRequest.who.json.serialized() + "\n").utf8)
+        guard Descriptor.writeAll(met.fd, bytes) == nil else { return nil }
+        guard case .line(let line) = met.reader.next(until: MonotonicClock.now() + helloTimeout),
+            case .who(let daemon)? = ControlReply.parse(line)
+        else { return nil }
+        return daemon
+    }
+
     /// No proven daemon: the opening is the client's own, and the log says why.
     private static func declining(_ meeting: Meeting, path: String, logger: Logger) -> Handover {
         switch meeting {
@@ -321,9 +331,10 @@ public enum ControlClient {
     public static func who(paths: RuntimePaths) -> Answer {
         let path = paths.controlSocket
         switch meet(paths: paths) {
-        case .met(let met):
-            close(met.fd)
-            return .answered(met.daemon, peer: met.peer)
+        case .met(var met):
+            defer { close(met.fd) }
+            // The hello is fixed at start; the `who` answer says what failed since.
+            return .answered(askWho(&met) ?? met.daemon, peer: met.peer)
         case .noSocket:
             return .noSocket
         case .notASocket(let kind):

@@ -229,26 +229,10 @@ public enum SharedFile {
     /// Readers see the old file or the new one; whatever was at `path` (a link, a FIFO)
     /// is replaced, never followed.
     public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t) -> SharedFileError? {
-        let directory = ConfigLocator.directory(of: path)
-        var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else {
-            return SharedFileError(path: path, problem: .system(SystemError("mkstemp in \(directory)")))
+        switch StagedReplacement.stage(path, with: bytes, mode: mode) {
+        case .success(let staged): staged.commit()
+        case .failure(let failure): failure
         }
-        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var failure = writeAll(fd, bytes, path: temporary)
-        if failure == nil, fchmod(fd, mode) != 0 {
-            failure = SharedFileError(path: temporary, problem: .system(SystemError("fchmod")))
-        }
-        if failure == nil, fsync(fd) != 0 {
-            failure = SharedFileError(path: temporary, problem: .system(SystemError("fsync")))
-        }
-        close(fd)
-        if failure == nil, rename(temporary, path) != 0 {
-            failure = SharedFileError(path: path, problem: .system(SystemError("rename")))
-        }
-        if failure != nil { unlink(temporary) }
-        return failure
     }
 
     /// The prefix of `replace`'s temporary files.

@@ -16,7 +16,17 @@ public enum StatusFile {
     public static let limit = 64 * 1024
 
     public static func write(_ record: StatusRecord, to path: String) -> SharedFileError? {
-        SharedFile.replace(path, with: Array((record.json.serialized() + "\n").utf8), mode: 0o664)
+        SharedFile.replace(path, with: bytes(record), mode: 0o664)
+    }
+
+    /// `record` written and fsynced beside `path`, for a writer that puts it in place
+    /// later under the opening lock (the status keeper: docs/CONTRACT.md#the-lock).
+    public static func stage(_ record: StatusRecord, for path: String) -> Result<StagedReplacement, SharedFileError> {
+        StagedReplacement.stage(path, with: bytes(record), mode: 0o664)
+    }
+
+    private static func bytes(_ record: StatusRecord) -> [UInt8] {
+        Array((record.json.serialized() + "\n").utf8)
     }
 
     /// The record as written; `nil` when there is no file yet or it holds no valid

@@ -72,15 +72,14 @@ public final class OpeningLock: Sendable {
         case .success(let opened): folder = opened
         case .failure(let error): return .failure(error)
         }
-        switch takeExclusive(folder, path: directory) {
+        switch takeFolder(folder, directory: directory, name: name, path: path) {
         case .failure(let error):
             close(folder)
             return .failure(error)
-        case .success(false):
-            let holder = readHolder(name, in: folder, path: path)
+        case .success(.held(let holder)):
             close(folder)
             return .success(.held(holder))
-        case .success(true):
+        case .success(.taken):
             break
         }
         let fd: Int32
@@ -116,6 +115,42 @@ public final class OpeningLock: Sendable {
             )
         }
         return .success(.acquired(lock))
+    }
+
+    /// What the status keeper calls itself in `lock` while it tidies (`StatusKeeperService`).
+    public static let tidySource = "status-keeper"
+    /// How long an opener waits for a tidy. A tidy holds the lock for a read and a rename
+    /// only (its fsync comes before: `StagedReplacement`), so it is over long before this.
+    static let tidyWait = Duration.seconds(2)
+
+    private enum FolderLock {
+        case taken
+        /// What `lock` says of the holder.
+        case held(LockRecord?)
+    }
+
+    /// The folder's flock. A tidy is waited for (docs/CONTRACT.md#the-lock: tidying never
+    /// refuses an opener); an opening is not.
+    private static func takeFolder(
+        _ folder: Int32,
+        directory: String,
+        name: String,
+        path: String
+    ) -> Result<FolderLock, SharedFileError> {
+        let started = MonotonicClock.now()
+        while true {
+            switch takeExclusive(folder, path: directory) {
+            case .failure(let error):
+                return .failure(error)
+            case .success(true):
+                return .success(.taken)
+            case .success(false):
+                let holder = readHolder(name, in: folder, path: path)
+                guard holder?.source == tidySource, MonotonicClock.now().duration(since: started) < tidyWait else {
+                    return .success(.held(holder))
+                }
+            }
+        }
     }
 
     /// `flock(LOCK_EX | LOCK_NB)`, retried for 20 ms; false when someone else holds it.

@@ -1,0 +1,70 @@
+import Foundation
+import GateTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DaemonTests {
+    @Suite("A failed part is restarted, never the daemon (docs/CONTRACT.md#gate-daemon)")
+    struct FailedParts {
+        /// Issue 28, item 2: 5 bytes (not a whole 16-byte record) in the button FIFO ended the
+        /// button's service, the ServiceGroup cancelled every other one, the opening in
+        /// flight got 69 and the daemon exited 70.
+        @Test(
+            "5 bytes in the button FIFO: an opening in flight finishes, the FIFO is read again, the next press opens once"
+        )
+        func partialButtonRecord() throws {
+            let listener = try NotifyListener()
+            // A long hold: the first opening is still in flight when the bad bytes come.
+            let sim = try Simulator(["--hold-ms", "1200"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: GateRunner.isolatedEnvironment(),
+                notify: ["NOTIFY_SOCKET": listener.path]
+            )
+            try daemon.waitForReady()
+            daemon.waitForSettling()
+
+            // An opening handed to the daemon (the control socket), in flight during the error.
+            let opener = try GateRunner.start(
+                ["open", "--json", "--config", config.path],
+                environment: daemon.environment
+            )
+            #expect(
+                waitUntil { daemon.status()?["state"] as? String == "waiting_for_relay_close" },
+                "\(daemon.log)"
+            )
+            try daemon.writeButtonBytes([1, 2, 3, 4, 5])
+            #expect(daemon.waitForLog("button events cannot be read"), "\(daemon.log)")
+            let opened = try opener.finish(timeout: .seconds(20))
+            #expect(opened.status == 0, "\(opened.summary)\n\(daemon.log)")
+            #expect(
+                daemon.logLines(containing: "opening handed over on the control socket").count == 1,
+                "\(daemon.log)"
+            )
+            #expect(
+                listener.waitFor { $0.contains { $0.contains("STATUS=") && $0.contains("button failed (1 failure") } },
+                "\(listener.messages)"
+            )
+
+            #expect(daemon.waitForLog("button events are read again"), "\(daemon.log)")
+            #expect(
+                listener.waitFor { $0.contains { $0.contains("STATUS=") && $0.contains("button restarted after 1") } },
+                "\(listener.messages)"
+            )
+            let doctor = try DoctorOutcome.run(config: config.path, environment: daemon.environment)
+            #expect(
+                doctor["daemon"].detail.contains("button restarted after 1 failure (last: cannot read a whole 16-byte"),
+                "\(doctor.run.summary)"
+            )
+            let second = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: second), "\(daemon.log)")
+            #expect(try sim.activations().count == 2, "one activation per opening")
+            #expect(daemon.isRunning, "\(daemon.log)")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
+    }
+}
