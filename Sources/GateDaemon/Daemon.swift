@@ -51,7 +51,7 @@ public enum Daemon {
             return ExitStatus.unavailable
         }
 
-        var services: [any Service] = []
+        var services: [any Service & CustomStringConvertible] = []
         let button: (reader: EdgeReader, source: ButtonSource)?
         do {
             button = try openButton(options: options, config: config, logger: logger)
@@ -113,7 +113,8 @@ public enum Daemon {
         )
 
         var configuration = ServiceGroupConfiguration(
-            services: services,
+            // A service that stops is started again; it never ends the group.
+            services: services.map { SupervisedService(service: $0, context: context) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )

@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// Services learn of a new configuration through a stream of their own
 /// (`buttonUpdates`, `linkUpdates`, `homeAssistantUpdates`, `notifyUpdates`), so
-/// none can miss a reload while another is slow. The streams are made here, before any service runs, and never change:
-/// nothing about them is shared but the continuations' own locking.
+/// none can miss a reload while another is slow. The streams are made here, before any
+/// service runs, and renewed only when a service that read one is started again
+/// (`RenewableStream`).
 public final class DaemonContext: Sendable {
     public let logger: Logger
     public let paths: RuntimePaths
@@ -25,19 +26,23 @@ public final class DaemonContext: Sendable {
     let progress: ServiceProgress
 
     private let current: Mutex<GateConfig>
-    /// Every configuration applied from now on; the newest only if the reader lags.
-    let buttonUpdates: AsyncStream<GateConfig>
-    let linkUpdates: AsyncStream<GateConfig>
-    let homeAssistantUpdates: AsyncStream<GateConfig>
-    let notifyUpdates: AsyncStream<GateConfig>
+    /// Every configuration applied from now on; the newest only if the reader lags. Renewed
+    /// when a service that read one is started again (`SupervisedService`).
+    private let buttonFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
+    private let linkFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
+    private let homeAssistantFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
+    private let notifyFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
     /// What the warm link tells Home Assistant's service (`LinkExtras`).
-    let linkEvents: AsyncStream<(MQTTLink, LinkEvent)>
-    private let linkEventSink: AsyncStream<(MQTTLink, LinkEvent)>.Continuation
-    private let subscribers: [AsyncStream<GateConfig>.Continuation]
+    private let linkEventFeed = RenewableStream<(MQTTLink, LinkEvent)>(bufferingPolicy: .unbounded)
+    var buttonUpdates: AsyncStream<GateConfig> { buttonFeed.stream }
+    var linkUpdates: AsyncStream<GateConfig> { linkFeed.stream }
+    var homeAssistantUpdates: AsyncStream<GateConfig> { homeAssistantFeed.stream }
+    var notifyUpdates: AsyncStream<GateConfig> { notifyFeed.stream }
+    var linkEvents: AsyncStream<(MQTTLink, LinkEvent)> { linkEventFeed.stream }
     private let linkSlot = Mutex(LinkSlot())
     /// Told each time the last opening in flight ends (a replacement of the link may wait).
-    let openingsIdle: AsyncStream<Void>
-    private let openingsIdleSink: AsyncStream<Void>.Continuation
+    private let openingsIdleFeed = RenewableStream<Void>(bufferingPolicy: .bufferingNewest(1))
+    var openingsIdle: AsyncStream<Void> { openingsIdleFeed.stream }
 
     /// The warm link and the openings that use it: a reload never replaces the link
     /// under an opening in flight (docs/CONTRACT.md#gate-daemon).
@@ -61,21 +66,6 @@ public final class DaemonContext: Sendable {
     ) {
         self.progress = ServiceProgress(watchdogInterval: watchdogInterval)
         self.current = Mutex(config)
-        let button = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
-        let link = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
-        let homeAssistant = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
-        let notify = AsyncStream.makeStream(of: GateConfig.self, bufferingPolicy: .bufferingNewest(1))
-        let events = AsyncStream.makeStream(of: (MQTTLink, LinkEvent).self, bufferingPolicy: .unbounded)
-        self.buttonUpdates = button.stream
-        self.linkUpdates = link.stream
-        self.homeAssistantUpdates = homeAssistant.stream
-        self.notifyUpdates = notify.stream
-        self.linkEvents = events.stream
-        self.linkEventSink = events.continuation
-        let idle = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        self.openingsIdle = idle.stream
-        self.openingsIdleSink = idle.continuation
-        self.subscribers = [button.continuation, link.continuation, homeAssistant.continuation, notify.continuation]
         self.configPath = configPath
         self.paths = paths
         self.credentials = credentials
@@ -90,8 +80,8 @@ public final class DaemonContext: Sendable {
     /// Replaces the running configuration and tells every subscriber.
     func apply(_ config: GateConfig) {
         current.withLock { $0 = config }
-        for subscriber in subscribers {
-            subscriber.yield(config)
+        for feed in [buttonFeed, linkFeed, homeAssistantFeed, notifyFeed] {
+            feed.yield(config)
         }
     }
 
@@ -130,7 +120,7 @@ public final class DaemonContext: Sendable {
                 slot.openings -= 1
                 return slot.openings == 0
             }
-            if idle { openingsIdleSink.yield() }
+            if idle { openingsIdleFeed.yield(()) }
         }
         return await pipeline(logger: logger ?? self.logger, link: link)
             .open(config: config, request: request, onStateChange: onStateChange)
@@ -161,7 +151,7 @@ public final class DaemonContext: Sendable {
 
     /// Hands a link's news to Home Assistant's service.
     var linkEventHandler: @Sendable (MQTTLink, LinkEvent) -> Void {
-        { [linkEventSink] link, event in linkEventSink.yield((link, event)) }
+        { [linkEventFeed] link, event in linkEventFeed.yield((link, event)) }
     }
 
     func setLink(_ link: MQTTLink?) {

@@ -23,7 +23,7 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
         case statusChanged
     }
 
-    func run() async {
+    func run() async throws {
         let logger = context.logger
         let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         let reloads = Task {
@@ -33,10 +33,11 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
         do {
             watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
         } catch {
+            // A failed part: the daemon starts the service again with backoff (SupervisedService).
             if context.config.notify != nil {
-                logger.warning(
-                    "desktop notifications: the status file is not watched; no notification will be shown",
-                    metadata: ["error": "\(error)"]
+                reloads.cancel()
+                throw DesktopNotificationFailure.failed(
+                    "desktop notifications cannot watch the status file: \(error)"
                 )
             }
         }

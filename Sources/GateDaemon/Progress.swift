@@ -76,3 +76,12 @@ enum TestFault {
         return MonotonicClock.now().duration(since: MonotonicInstant(nanoseconds: startNs)) >= wedge.after
     }
 }
+
+extension TestFault {
+    /// TEST ONLY, hidden: `GATE_TEST_STOP=<service>` cancels that service's first run half a
+    /// second in, as a failing service would end, so that a black-box test can check that
+    /// the daemon starts it again and the others never notice (DaemonPartsTests).
+    static let stop: String? = getenv("GATE_TEST_STOP").map { String(cString: $0) }
+
+    static func stops(_ service: String) -> Bool { stop == service }
+}

@@ -37,6 +37,20 @@ struct NotifyTests {
         return (session, sim, config, daemon)
     }
 
+    /// Reloads with `every_opening = true`, then opens from the CLI: that opening is notified.
+    private func everyOpeningThenOpen(_ daemon: DaemonProcess, config: TestConfig, sim: Simulator) throws {
+        try daemonConfigText(
+            udpPort: sim.udpPort,
+            cooldown: 0,
+            extra: "[notify]\ntimeout_ms = 0\nevery_opening = true\n"
+        )
+        .write(toFile: config.path, atomically: true, encoding: .utf8)
+        #expect(daemon.waitForLog("configuration reloaded; changed: notify.every_opening"), "\(daemon.log)")
+        let every = try GateRunner.run(["open", "--config", config.path], environment: daemon.environment)
+        #expect(every.status == 0, "\(every.summary)")
+        #expect(daemon.waitForLog("desktop notification shown", "source: cli"), "\(daemon.log)")
+    }
+
     @Test(
         "A real notification server: one notification per opening, replaced as it goes; own openings only when they fail or with every_opening; reload"
     )
@@ -90,16 +104,7 @@ struct NotifyTests {
         #expect(shown.first?.body.contains("no adapter reached the ESP32") == true, "\(shown)")
 
         // 3. every_opening on reload: the CLI's successful opening is notified too.
-        try daemonConfigText(
-            udpPort: sim.udpPort,
-            cooldown: 0,
-            extra: "[notify]\ntimeout_ms = 0\nevery_opening = true\n"
-        )
-        .write(toFile: config.path, atomically: true, encoding: .utf8)
-        #expect(daemon.waitForLog("configuration reloaded; changed: notify.every_opening"), "\(daemon.log)")
-        let every = try GateRunner.run(["open", "--config", config.path], environment: environment)
-        #expect(every.status == 0, "\(every.stderr)")
-        #expect(daemon.waitForLog("desktop notification shown", "source: cli"), "\(daemon.log)")
+        try everyOpeningThenOpen(daemon, config: config, sim: sim)
         shown = try history(count: 3)
         #expect(shown.count == 3, "\(shown)")
         #expect(shown.first?.body == "source: cli", "\(shown)")
@@ -172,6 +177,46 @@ struct NotifyTests {
             #expect(!notification.body.contains("<"), "\(notification.body)")
         }
         #expect(try sim.activations().isEmpty)
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
+
+    /// Issue 28, item 2: a service that stopped ended the ServiceGroup, and with it the daemon.
+    @Test(
+        "A notify service that stops is started again: STATUS says so, the daemon runs on, and notifications and reloads reach it again"
+    )
+    func stoppedNotifierRestarts() throws {
+        let session = try SecretSession(notificationServer: true)
+        let listener = try NotifyListener()
+        let sim = try Simulator(["--hold-ms", "100"])
+        let config = try TestConfig(
+            daemonConfigText(udpPort: sim.udpPort, cooldown: 0, extra: "[notify]\ntimeout_ms = 0\n")
+        )
+        // GATE_TEST_STOP (hidden, test only): the service's first run is cancelled half a second in.
+        let daemon = try DaemonProcess(
+            config: config.path,
+            environment: session.environment(GateRunner.isolatedEnvironment(["GATE_TEST_STOP": "notify"])),
+            extraArguments: ["--log-level", "debug"],
+            notify: ["NOTIFY_SOCKET": listener.path]
+        )
+        try daemon.waitForReady()
+        #expect(daemon.waitForLog("the notify service stopped"), "\(daemon.log)")
+        #expect(
+            listener.waitFor { $0.contains { $0.contains("STATUS=") && $0.contains("notify failed (1 failure") } },
+            "\(listener.messages)"
+        )
+        #expect(daemon.waitForLog("the notify service runs again"), "\(daemon.log)")
+        #expect(daemon.waitForLog("desktop notifications on", count: 2), "\(daemon.log)")
+
+        // A reload reaches the service's second run.
+        try everyOpeningThenOpen(daemon, config: config, sim: sim)
+        try session.closeAllNotifications()
+        var shown: [(id: Int, summary: String, body: String)] = []
+        _ = try waitUntil {
+            shown = try session.notificationHistory()
+            return !shown.isEmpty
+        }
+        #expect(shown.map(\.body) == ["source: cli"], "\(shown)")
+        #expect(daemon.isRunning, "\(daemon.log)")
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 
