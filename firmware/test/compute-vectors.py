@@ -42,6 +42,10 @@ def hmac_records():
     for key, message, size in cases:
         mac = hmac.new(key, message, hashlib.sha256).digest()[:size]
         print(f"hmac {h(key)} {h(message)} {mac.hex()}")
+    print("# Keys around the 64-byte block: shorter, equal (used as is), longer (hashed first)")
+    for n in (63, 64, 65):
+        key, message = bytes((i * 13 + 5) & 0xFF for i in range(n)), b"gate"
+        print(f"hmac {h(key)} {h(message)} {hmac.new(key, message, hashlib.sha256).hexdigest()}")
 
 
 def direction_keys(k: bytes):
