@@ -15,6 +15,11 @@ let package = Package(
     targets: [
         // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
         .target(name: "GateCore"),
+        // Protocol v2's one C99 core: frames, HMAC-SHA256, the ESP32's rules as a state
+        // machine. No I/O, no allocation; the firmware (firmware/) builds the same files.
+        // vectors/ is its test vectors file, read by the C tests (firmware/test), the
+        // Swift tests and the simulator: data, not sources.
+        .target(name: "CGateProtocol", exclude: ["vectors"]),
         // libmosquitto's header (Debian: libmosquitto-dev). Not linked: loaded with
         // dlopen on first use (see shim.h), so no pkgConfig here, which would add -lmosquitto.
         .systemLibrary(

@@ -264,7 +264,7 @@ struct DeployTests {
             "scripts/bench/remote",
             "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon",
             "scripts/ha-test",
-            "scripts/notify-test",
+            "scripts/notify-test", "scripts/firmware-test",
         ]
         .map { root.appendingPathComponent($0).path }
         .filter { FileManager.default.fileExists(atPath: $0) }
