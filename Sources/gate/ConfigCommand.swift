@@ -3,13 +3,14 @@ import ArgumentParser
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
-        abstract: "Validate, show or locate the configuration.",
+        abstract: "Start, validate, show or locate the configuration.",
         discussion: """
             The configuration is TOML. The first file found wins: --config, $GATE_CONFIG, \
             $XDG_CONFIG_HOME/gate/gate.toml (~/.config/gate/gate.toml), /etc/gate/gate.toml. \
-            Every problem names the file, the line and the key. Exit 78 when the \
-            configuration is missing or does not validate.
+            `gate config init` writes a commented starter file there. Every problem names \
+            the file, the line and the key. Exit 78 when the configuration is missing or \
+            does not validate.
             """,
-        subcommands: [ConfigCheckCommand.self, ConfigShowCommand.self, ConfigPathCommand.self]
+        subcommands: [ConfigInitCommand.self, ConfigCheckCommand.self, ConfigShowCommand.self, ConfigPathCommand.self]
     )
 }

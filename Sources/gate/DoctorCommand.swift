@@ -13,7 +13,9 @@ struct DoctorCommand: ParsableCommand {
               runtime        the runtime folder is writable, its lock readable and writable
               state          the state folder (history) is writable or can be made
               daemon         which daemon, if any, serves the runtime folder's control socket
-              udp            the ESP32's address is on-link or loopback
+              udp            the ESP32's address resolves and is on-link or loopback
+              esp32          the ESP32 is there: it answers an ICMP echo, or the neighbour
+                             table says it answered ARP (on-link addresses only)
               mqtt-password  the MQTT password is found (never shown)
               mqtt-tcp       the broker accepts a TCP connection
               mqtt-connect   TLS handshake (if configured) and login, up to the CONNACK
@@ -27,10 +29,19 @@ struct DoctorCommand: ParsableCommand {
             counts as working. A /run/gate that exists but that this account cannot write \
             fails the runtime check: its openings would not share the service's lock.
 
-            Nothing is ever sent to the ESP32 and nothing is published on the broker: the \
-            doctor cannot trigger the relay. The only subscription is the homeassistant \
-            check's, to the command topic, for the broker's answer (SUBACK) only. Each network check is bounded \
-            by mqtt.timeout. A check that does not apply, or that needs one that failed, is \
+            Nothing is ever sent to the ESP32's UDP port and nothing is published on the \
+            broker: the doctor cannot trigger the relay. The esp32 check sends ICMP echo \
+            requests (ping) for at most udp.timeout through an unprivileged ping socket, \
+            then reads the kernel's neighbour table for the address: no reply and nobody \
+            answering ARP fails the check (is the ESP32 powered and on the network? is \
+            udp.host right?). Ping sockets are open only to the groups in \
+            net.ipv4.ping_group_range (systemd opens them to all; a kernel default of \
+            "1 0" closes them): where they are closed the check says so and how to open \
+            them, and goes by the neighbour table alone, skipping when it has no entry. \
+            The only subscription is the homeassistant check's, to the command topic, for \
+            the broker's answer (SUBACK) only. The broker's checks are bounded by \
+            mqtt.timeout, the udp and esp32 checks by udp.timeout. A check that does not \
+            apply, or that needs one that failed, is \
             skipped with the reason. It sees what the account and environment that run it \
             see: to check the service's view (user gate, its systemd credential), run it \
             in that context: `sudo systemd-run --pipe --wait --quiet --uid=gate \
@@ -42,8 +53,8 @@ struct DoctorCommand: ParsableCommand {
 
             Exit codes: 0 nothing failed (skips are fine); 78 the only failures are \
             configuration problems (the file missing or invalid, the MQTT password missing \
-            or refused by the broker); 69 anything else failed (a folder, the ESP32 off-link, \
-            the broker, the GPIO line); 64 bad command line.
+            or refused by the broker); 69 anything else failed (a folder, the ESP32 off-link \
+            or not answering, the broker, the GPIO line); 64 bad command line.
             """
     )
 

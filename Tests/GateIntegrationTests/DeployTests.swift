@@ -190,7 +190,7 @@ struct DeployTests {
         }
     }
 
-    @Test("gate config check accepts deploy/gate.toml.example")
+    @Test("gate config check accepts deploy/gate.toml.example, whose [mqtt] is commented out")
     func exampleConfig() throws {
         let example = try Deploy.file("gate.toml.example")
         let run = try GateRunner.run(["config", "check", "--config", example.path])
@@ -200,6 +200,13 @@ struct DeployTests {
         for section in ["[udp]", "[mqtt]", "[button]", "[runtime]"] {
             #expect(text.contains(section), "the example shows \(section)")
         }
+        // A UDP-only user who edits udp.host must not get MQTT failures: [mqtt] is there, commented out.
+        #expect(
+            text.contains("\n#[mqtt]\n") && text.contains("\n#host = \"broker.example.de\"\n"),
+            "[mqtt] and its host are commented out"
+        )
+        #expect(run.stdout.contains("\n  mqtt: not configured\n"), "\(run.summary)")
+        #expect(!text.contains("deploy/"), "the example names installed paths, not the source tree")
     }
 
     @Test("install.sh is shellcheck-clean and installs every file below DESTDIR")

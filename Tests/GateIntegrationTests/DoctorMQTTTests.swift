@@ -56,7 +56,7 @@ struct DoctorMQTTTests {
         }
         #expect(
             doctor.statuses == [
-                "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok",
+                "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok", "esp32": "skip",
                 "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
                 "notify": "skip",
             ],

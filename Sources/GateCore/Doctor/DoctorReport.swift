@@ -6,6 +6,8 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     /// Which daemon serves the runtime folder's control socket (SPEC §10).
     case daemon
     case udp
+    /// The ESP32 answers an ICMP echo, or its address is in the neighbour table.
+    case esp32
     case mqttPassword = "mqtt-password"
     case mqttTCP = "mqtt-tcp"
     case mqttConnect = "mqtt-connect"

@@ -102,7 +102,7 @@ extension DoctorVerdict {
             if let username = mqtt.username {
                 fix =
                     "store the right password of \(username): `gate secret set mqtt-password` (desktop session), for the service "
-                    + "`systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` (deploy/credentials/README.md); "
+                    + "`systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` (\(installedDocs)/credentials.md); "
                     + "or correct mqtt.username in \(file)"
             } else {
                 fix =
@@ -154,7 +154,7 @@ extension DoctorVerdict {
                     .unavailable,
                     "\(words) (this machine has no /dev/gpiochip* at all)",
                     fix: "run `gate doctor` on the host wired to the button: chip \(button.chip) must exist there "
-                        + "(`gpiodetect`) and be readable by group gpio (deploy/systemd/99-gate-gpio.rules); "
+                        + "(`gpiodetect`) and be readable by group gpio (\(installedGPIORule), from gate's package); "
                         + "remove [button] from \(file) if this host reads no push button"
                 )
             }
@@ -171,8 +171,8 @@ extension DoctorVerdict {
                 .unavailable,
                 "\(words) (as \(user.described))",
                 fix:
-                    "sudo usermod -aG gpio \(user.name) and log in again; /dev/gpiochip* must belong to group gpio: install "
-                    + "deploy/systemd/99-gate-gpio.rules as /usr/lib/udev/rules.d/99-gate-gpio.rules, then "
+                    "sudo usermod -aG gpio \(user.name) and log in again; /dev/gpiochip* must belong to group gpio: gate's package "
+                    + "installs the rule \(installedGPIORule); then "
                     + "`sudo udevadm control --reload && sudo udevadm trigger --subsystem-match=gpio`"
             )
         case .noLine(let words):

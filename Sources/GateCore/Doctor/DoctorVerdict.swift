@@ -1,6 +1,13 @@
 /// Turns what `gate doctor` gathered into findings: a sentence each, and for a
 /// failure the concrete command or key to change.
 public enum DoctorVerdict {
+    /// Where gate's package installs what fixes point to: a person has these paths,
+    /// not the source tree (scripts/package-deb).
+    static let installedDocs = "/usr/share/doc/gate"
+    static let installedExample = "/usr/share/doc/gate/examples/gate.toml"
+    static let installedTmpfiles = "/usr/lib/tmpfiles.d/gate.conf"
+    static let installedGPIORule = "/usr/lib/udev/rules.d/99-gate-gpio.rules"
+
     public static func config(_ facts: ConfigFacts) -> DoctorFinding {
         switch facts {
         case .valid(let path, let origin):
@@ -11,8 +18,9 @@ public enum DoctorVerdict {
                 .config,
                 .configuration,
                 "no configuration file found (looked in \(searched.joined(separator: ", ")))",
-                fix: "create \(target) (the service reads /etc/gate/gate.toml) from deploy/gate.toml.example, "
-                    + "or pass --config PATH"
+                fix: "run `gate config init --udp ESP32-ADDRESS` (as this account it writes \(target); "
+                    + "with sudo /etc/gate/gate.toml, which the service reads), or copy \(installedExample) "
+                    + "there, or pass --config PATH"
             )
         case .invalid(let path, let problems):
             let keys = problems.compactMap(\.key).reduce(into: [String]()) { list, key in
@@ -34,7 +42,8 @@ public enum DoctorVerdict {
             check,
             .unavailable,
             message,
-            fix: "install the deploy files (deploy/install.sh makes /run/gate and /var/lib/gate), "
+            fix: "install gate's package, or make the folders with its tmpfiles.d entry "
+                + "(`sudo systemd-tmpfiles --create \(installedTmpfiles)` makes /run/gate and /var/lib/gate), "
                 + "or set \(check == .state ? "$GATE_STATE_DIR" : "$GATE_RUNTIME_DIR") to a folder you can write"
         )
     }
@@ -149,9 +158,12 @@ public enum DoctorVerdict {
             + "`ip -brief address` lists the networks it is on"
         switch facts {
         case .verdict(let address, .loopback):
-            return .ok(.udp, "\(shown(host, address)) is on loopback; nothing was sent to it")
+            return .ok(.udp, "\(shown(host, address)) is on loopback; nothing was sent to its UDP port")
         case .verdict(let address, .onLink(let interface)):
-            return .ok(.udp, "\(shown(host, address)) is on the network of \(interface); nothing was sent to it")
+            return .ok(
+                .udp,
+                "\(shown(host, address)) is on the network of \(interface); nothing was sent to its UDP port"
+            )
         case .verdict(let address, .offLink):
             return .fail(
                 .udp,
@@ -166,6 +178,15 @@ public enum DoctorVerdict {
                 "\(message): \(consequence)",
                 fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
             )
+        case .lookupTimedOut(let budget):
+            return .fail(
+                .udp,
+                .unavailable,
+                "no answer from the name service for \(host) within \(budget.humanReadable) (udp.timeout): "
+                    + (mqttConfigured
+                        ? "openings wait that long, then use MQTT" : "openings wait that long, then fail"),
+                fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
+            )
         case .noInterfaceTable(let message):
             return .fail(
                 .udp,
@@ -177,7 +198,7 @@ public enum DoctorVerdict {
     }
 
     /// `esp32.lan (192.168.1.50)`, or the literal alone.
-    private static func shown(_ host: String, _ address: IPAddress) -> String {
+    static func shown(_ host: String, _ address: IPAddress) -> String {
         host == "\(address)" ? host : "\(host) (\(address))"
     }
 
@@ -185,7 +206,7 @@ public enum DoctorVerdict {
         let store =
             "`gate secret set mqtt-password` (desktop session); for the service: "
             + "`systemd-ask-password -n | sudo systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` "
-            + "(deploy/credentials/README.md)"
+            + "(\(installedDocs)/credentials.md)"
         switch facts {
         case .found(let source, let location):
             let place = location.map { "\(source), \($0)" } ?? source

@@ -31,7 +31,9 @@ public enum Doctor {
 
         guard let (config, file) = loaded else {
             let why = "not checked: no valid configuration"
-            for check in [DoctorCheck.udp, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify] {
+            for check in [
+                DoctorCheck.udp, .esp32, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify,
+            ] {
                 findings.append(.skip(check, why))
             }
             return DoctorReport(findings: findings)
@@ -41,8 +43,10 @@ public enum Doctor {
             let facts = DoctorProbe.udp(udp)
             logger.debug("doctor: udp", metadata: ["host": "\(udp.host)", "facts": "\(facts)"])
             findings.append(DoctorVerdict.udp(facts, host: udp.host, file: file, mqttConfigured: config.mqtt != nil))
+            findings.append(esp32(udp, facts, file: file, logger: logger))
         } else {
             findings.append(.skip(.udp, "no [udp] table: openings use MQTT only"))
+            findings.append(.skip(.esp32, "no [udp] table: the ESP32's address is not known here"))
         }
 
         let (mqttFindings, homeAssistant) = mqtt(
@@ -68,6 +72,21 @@ public enum Doctor {
             findings.append(.skip(.notify, "no [notify] table: the daemon shows no desktop notifications"))
         }
         return DoctorReport(findings: findings)
+    }
+
+    /// Whether something answers at the ESP32's on-link address (ICMP echo, neighbour
+    /// table); bounded by `udp.timeout`. Off-link, loopback or unresolved: nothing to ask.
+    private static func esp32(_ udp: UDPConfig, _ facts: UDPFacts, file: String, logger: Logger) -> DoctorFinding {
+        switch facts {
+        case .verdict(let address, .onLink(let interface)):
+            let seen = ESP32Probe.look(at: address, interface: interface, budget: .seconds(fromConfig: udp.timeout))
+            logger.debug("doctor: esp32", metadata: ["address": "\(address)", "facts": "\(seen)"])
+            return DoctorVerdict.esp32(seen, host: udp.host, file: file)
+        case .verdict(_, .loopback):
+            return .skip(.esp32, "udp.host is on loopback (a simulator on this machine): this machine answers for it")
+        case .verdict(_, .offLink), .unresolved, .lookupTimedOut, .noInterfaceTable:
+            return .skip(.esp32, "not checked: udp.host is not an address on a directly connected network")
+        }
     }
 
     private static func mqtt(
@@ -147,7 +166,7 @@ public enum Doctor {
                 .unavailable,
                 "the broker refused the subscription to the command topic \(topics.command): Home Assistant's button would never reach the daemon",
                 fix:
-                    "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (deploy/README.md, Home Assistant)"
+                    "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (/usr/share/doc/gate/homeassistant.md, and its example examples/mosquitto-homeassistant.acl)"
             )
         case .failure(let failure):
             return .fail(

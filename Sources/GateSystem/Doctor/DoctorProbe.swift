@@ -138,9 +138,13 @@ public enum DoctorProbe {
     }
 
     /// Where an opening would send its UDP trigger, judged by the on-link rule.
-    /// Only resolves the name (an IP literal needs no lookup); sends nothing.
+    /// Only resolves the name (an IP literal needs no lookup), within `udp.timeout` as
+    /// an opening would; sends nothing.
     public static func udp(_ udp: UDPConfig) -> UDPFacts {
-        switch HostResolver.resolve(host: udp.host, port: udp.port) {
+        let budget = Duration.seconds(fromConfig: udp.timeout)
+        switch DoctorLookup.resolve(host: udp.host, port: udp.port, within: budget) {
+        case nil:
+            return .lookupTimedOut(budget)
         case .failure(let failure):
             return .unresolved(failure.message)
         case .success(let address):
