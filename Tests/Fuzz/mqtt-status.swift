@@ -8,7 +8,8 @@ public func fuzzMQTTStatus(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     var now = MonotonicInstant(nanoseconds: 1_000_000_000)
     var following = false
     // Each message: a control byte (bit 0: a local opening owns it; bits 1-3: time
-    // step; 0xff: the timer fires), a length byte, then the payload.
+    // step; 0xff: the timer fires; 0xfe: a local opening ended, owing the echoes in the
+    // length byte's bits 0 and 1), a length byte, then the payload.
     var index = 0
     while index + 1 < bytes.count {
         let control = bytes[index]
@@ -18,6 +19,11 @@ public func fuzzMQTTStatus(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         let event: RelayObserver.Event
         if control == 0xff {
             event = .timerFired(at: now)
+        } else if control == 0xfe {
+            event = .localOpeningEnded(
+                owed: RelayObserver.Echoes(activations: length & 1, releases: (length >> 1) & 1),
+                at: now
+            )
         } else {
             let payload = Array(bytes[index..<min(index + length, bytes.count)])
             index += payload.count
@@ -34,6 +40,9 @@ public func fuzzMQTTStatus(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             case .ended:
                 if !following { fatalError("ended without a cycle") }
                 following = false
+            case .echo:
+                // An echo is counted off only while no cycle is followed.
+                if following { fatalError("an echo taken while a cycle was followed") }
             case .armTimer, .ignoredInvalid:
                 break
             }
