@@ -77,18 +77,21 @@ doc_dir=$prefix/share/doc/gate
 
 # 1. Files.
 run install -d -m 0755 "$destdir$prefix/bin" "$destdir$systemd_dir" "$destdir$user_unit_dir" "$destdir$sysusers_dir" \
-    "$destdir$tmpfiles_dir" "$destdir$udev_dir" "$destdir$doc_dir" "$destdir/etc/gate"
+    "$destdir$tmpfiles_dir" "$destdir$udev_dir" "$destdir$doc_dir/examples"
 run install -m 0755 "$binary" "$destdir$prefix/bin/gate"
 run install -m 0644 "$here/systemd/gate.service" "$destdir$systemd_dir/gate.service"
 run install -m 0644 "$here/systemd/gate-user.service" "$destdir$user_unit_dir/gate-user.service"
 run install -m 0644 "$here/systemd/gate.sysusers" "$destdir$sysusers_dir/gate.conf"
 run install -m 0644 "$here/systemd/gate.tmpfiles" "$destdir$tmpfiles_dir/gate.conf"
 run install -m 0644 "$here/systemd/99-gate-gpio.rules" "$destdir$udev_dir/99-gate-gpio.rules"
-run install -m 0644 "$here/gate.toml.example" "$destdir$doc_dir/gate.toml.example"
-run install -m 0644 "$here/README.md" "$destdir$doc_dir/README.md"
+# The docs and examples at the Debian package's paths: gate doctor's fixes name them.
+run install -m 0644 "$here/gate.toml.example" "$destdir$doc_dir/examples/gate.toml"
+run install -m 0644 "$repo/README.md" "$destdir$doc_dir/README.md"
+run install -m 0644 "$repo/docs/GUIDE.md" "$destdir$doc_dir/guide.md"
+run install -m 0644 "$here/README.md" "$destdir$doc_dir/deploy.md"
 run install -m 0644 "$here/credentials/README.md" "$destdir$doc_dir/credentials.md"
 run install -m 0644 "$here/homeassistant/README.md" "$destdir$doc_dir/homeassistant.md"
-run install -m 0644 "$here/homeassistant/mosquitto.acl" "$destdir$doc_dir/mosquitto-homeassistant.acl"
+run install -m 0644 "$here/homeassistant/mosquitto.acl" "$destdir$doc_dir/examples/mosquitto-homeassistant.acl"
 if [[ $prefix != /usr ]]; then
     printf 'note: the unit runs /usr/bin/gate; with --prefix %s add a drop-in with ExecStart=%s/bin/gate daemon\n' \
         "$prefix" "$prefix"
@@ -115,13 +118,12 @@ run systemctl daemon-reload
 
 # 3. What is left for the administrator.
 config=/etc/gate/gate.toml
-printf '\ngate is installed. Next steps (deploy/README.md, %s/README.md):\n' "$doc_dir"
+printf '\ngate is installed. Next steps (%s/deploy.md):\n' "$doc_dir"
 step=1
 if [[ ! -e $config ]]; then
-    printf '  %d. Write the configuration, then check it:\n' "$step"
-    printf '       sudo install -m 0644 %s/gate.toml.example %s\n' "$doc_dir" "$config"
-    printf '       sudoedit %s\n' "$config"
-    printf '       gate config check --config %s\n' "$config"
+    printf '  %d. Write the configuration (every key: %s/examples/gate.toml), then check it:\n' "$step" "$doc_dir"
+    printf '       sudo gate config init --udp ESP32-ADDRESS   # writes %s\n' "$config"
+    printf '       gate doctor\n'
     step=$((step + 1))
 else
     printf '  (%s exists and was left unchanged: gate config check --config %s)\n' "$config" "$config"

@@ -235,10 +235,13 @@ struct DeployTests {
             ("usr/lib/sysusers.d/gate.conf", "644"),
             ("usr/lib/tmpfiles.d/gate.conf", "644"),
             ("usr/lib/udev/rules.d/99-gate-gpio.rules", "644"),
-            ("usr/share/doc/gate/gate.toml.example", "644"),
+            // The docs at the Debian package's paths: gate doctor's fixes name them.
+            ("usr/share/doc/gate/examples/gate.toml", "644"),
             ("usr/share/doc/gate/README.md", "644"),
+            ("usr/share/doc/gate/guide.md", "644"),
+            ("usr/share/doc/gate/deploy.md", "644"),
             ("usr/share/doc/gate/homeassistant.md", "644"),
-            ("usr/share/doc/gate/mosquitto-homeassistant.acl", "644"),
+            ("usr/share/doc/gate/examples/mosquitto-homeassistant.acl", "644"),
         ] {
             var info = stat()
             guard stat(destination.appendingPathComponent(path).path, &info) == 0 else {
