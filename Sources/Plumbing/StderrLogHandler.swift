@@ -7,7 +7,8 @@ import Musl
 #endif
 
 /// One line per message on stderr, each written with a single `write(2)`, so that
-/// lines from several threads never interleave. What a line says is the program's
+/// lines from several threads never interleave, and around a live terminal line
+/// (`LiveLine`), never into its middle. What a line says is the program's
 /// own (`format`): gate's carry journald priorities and escape what came from
 /// shared files; the simulator's read as a narrative.
 public struct StderrLogHandler: LogHandler {
@@ -34,7 +35,8 @@ public struct StderrLogHandler: LogHandler {
         if let extra = event.metadata {
             merged.merge(extra) { _, new in new }
         }
-        StandardError.writeAll(format(event.level, event.message, merged) + "\n")
+        let line = format(event.level, event.message, merged) + "\n"
+        LiveLine.around { StandardError.writeAll(line) }
     }
 }
 

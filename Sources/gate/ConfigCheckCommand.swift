@@ -60,7 +60,7 @@ enum ConfigLoading {
         case .success(let loaded):
             return loaded
         case .failure(let error):
-            Terminal.printError(error.problems.map { "gate: \($0)" }.joined(separator: "\n"))
+            Terminal.printError((error.problems.map { "gate: \($0)" } + [error.nextStep]).joined(separator: "\n"))
             throw ExitCode(ExitStatus.configuration)
         }
     }

@@ -23,11 +23,14 @@ struct ConfigPathCommand: ParsableCommand {
         case .success(let candidate):
             Terminal.printLine(candidate.path)
             if !FileStatus.exists(candidate.path) {
-                Terminal.printError("gate: \(candidate.path) (from \(candidate.origin.rawValue)) does not exist")
+                Terminal.printError(
+                    "gate: \(candidate.path) (from \(candidate.origin.rawValue)) does not exist\n"
+                        + "Check the path, or write a starter file there with `gate config init --config \(candidate.path)`."
+                )
                 throw ExitCode(ExitStatus.configuration)
             }
         case .failure(let error):
-            Terminal.printError("gate: \(error)")
+            Terminal.printError("gate: \(error)\n\(error.nextStep)")
             throw ExitCode(ExitStatus.configuration)
         }
     }

@@ -58,13 +58,19 @@ struct HistoryCommand: ParsableCommand {
             return
         }
         for entry in entries {
-            // Validated when read; escaped all the same: the file is shared (docs/CONTRACT.md#shared-folders).
-            let safe = SafeText.escaped
-            let who = entry.uid.map { "\(safe(entry.source)) (uid \($0))" } ?? safe(entry.source)
-            let outcome = entry.error.map { "\(safe(entry.outcome)) (\(safe($0)))" } ?? safe(entry.outcome)
-            Terminal.printLine(
-                "\(safe(entry.at))  \(who)  \(entry.adapter.map(safe) ?? "-")  \(outcome)  \(entry.durationMs) ms"
-            )
+            Terminal.printLine(Self.line(entry, clock: .local))
         }
+    }
+
+    /// `2026-11-27 10:15:02 +01:00  cli (uid 1000)  udp  timeout (relay cycle not confirmed)  2001 ms`:
+    /// local time with its offset, the error in words (its name stays in `--json`).
+    static func line(_ entry: HistoryLog.Entry, clock: StatusClock) -> String {
+        // Validated when read; escaped all the same: the file is shared (docs/CONTRACT.md#shared-folders).
+        let safe = SafeText.escaped
+        let who = entry.uid.map { "\(safe(entry.source)) (uid \($0))" } ?? safe(entry.source)
+        let outcome =
+            entry.error.map { "\(safe(entry.outcome)) (\(GateKeeperError.brief(recorded: $0)))" } ?? safe(entry.outcome)
+        let adapter = entry.adapter.map(safe) ?? "-"
+        return "\(safe(clock.dateTime(entry.at)))  \(who)  \(adapter)  \(outcome)  \(entry.durationMs) ms"
     }
 }

@@ -46,7 +46,7 @@ struct OpenRequest: Equatable {
                 attempts: [],
                 explanation: error.description
             )
-            report(result, display: display, problems: error.problems.map(\.description))
+            report(result, display: display, problems: error.problems.map(\.description), nextStep: error.nextStep)
             return result.exitCode
         }
         let paths: RuntimePaths
@@ -61,7 +61,8 @@ struct OpenRequest: Equatable {
                 attempts: [],
                 explanation: error.message
             )
-            report(result, display: display, problems: [])
+            // The message says what to do (join the group, set the variable).
+            report(result, display: display, problems: [], nextStep: nil)
             return result.exitCode
         }
         if !direct, let canonicalConfig = ConfigLocator.canonical(configPath) {
@@ -80,7 +81,7 @@ struct OpenRequest: Equatable {
                 onStateChange: display.show
             ) {
             case .finished(let result):
-                report(result, display: display, problems: [])
+                report(result, display: display, config: config)
                 return result.exitCode
             case .openDirectly(let why):
                 logger.debug("opening directly", metadata: ["why": "\(why)"])
@@ -93,8 +94,10 @@ struct OpenRequest: Equatable {
             request: OpeningRequest(source: source, selection: via, force: force)
         ) { state, adapter in
             display.show(state, adapter: adapter)
+        } onAttempt: { adapter in
+            display.attempting(adapter)
         }
-        report(result, display: display, problems: [])
+        report(result, display: display, config: config)
         // The MQTT exchange sends its DISCONNECT on its own thread as the opening ends;
         // the process waits for it (a connected session ends within microseconds) rather
         // than close the socket without a word on exit.
@@ -107,7 +110,11 @@ struct OpenRequest: Equatable {
         return result.exitCode
     }
 
-    private func report(_ result: OpeningResult, display: StateDisplay, problems: [String]) {
+    private func report(_ result: OpeningResult, display: StateDisplay, config: GateConfig) {
+        report(result, display: display, problems: [], nextStep: OpeningAdvice.nextStep(for: result, config: config))
+    }
+
+    private func report(_ result: OpeningResult, display: StateDisplay, problems: [String], nextStep: String?) {
         display.finish()
         if json {
             Terminal.printLine(result.json.serialized())
@@ -117,6 +124,6 @@ struct OpenRequest: Equatable {
             Terminal.printLine(result.message)
             return
         }
-        Terminal.printError(display.failureText(result, problems: problems))
+        Terminal.printError(display.failureText(result, problems: problems, nextStep: nextStep))
     }
 }

@@ -1,5 +1,6 @@
 import GateCore
 import GateSystem
+import Plumbing
 import Synchronization
 
 /// Shows an opening's states: live on one line for a person at a terminal,
@@ -16,13 +17,14 @@ final class StateDisplay: Sendable {
 
     private struct Line {
         var text: String?
-        var open = false
         var finished = false
     }
 
     let mode: Mode
     private let start = MonotonicClock.now()
     private let line = Mutex(Line())
+    /// Stdout's live line, which log lines on the same terminal go around.
+    private let live = LiveLine(fd: 1)
     /// Stops the live line's ticker. A closure rather than the `Task` itself: a stored
     /// `Task<Void, Never>?` is destroyed through its generic metadata, whose first use
     /// has the Swift runtime search every conformance record of the binary for
@@ -32,6 +34,7 @@ final class StateDisplay: Sendable {
     init(mode: Mode) {
         self.mode = mode
         if mode == .live {
+            live.activate()
             let task = Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(100))
@@ -52,11 +55,19 @@ final class StateDisplay: Sendable {
             return
         case .lines:
             let elapsed = MonotonicClock.now().duration(since: start).milliseconds
-            Terminal.printLine("\(state.rawValue)\(adapter.map { " via \($0)" } ?? "") (+\(elapsed) ms)")
+            Terminal.printLine("\(Self.words(for: state, adapter: adapter)) (+\(elapsed) ms)")
         case .live:
-            line.withLock { $0.text = Self.words(for: state, adapter: adapter) }
+            line.withLock { $0.text = Self.words(for: state, adapter: adapter) + (state.isBusy ? "…" : "") }
             redraw()
         }
+    }
+
+    /// An attempt began: on the live line only, until its trigger leaves (`triggering`
+    /// is never shown before that), so that a slow broker is not a blank terminal.
+    func attempting(_ adapter: AdapterKind) {
+        guard mode == .live else { return }
+        line.withLock { $0.text = Self.attemptWords(adapter) }
+        redraw()
     }
 
     /// Rewrites the live line in place: carriage return, erase line, text.
@@ -64,8 +75,7 @@ final class StateDisplay: Sendable {
         let elapsed = MonotonicClock.now().duration(since: start).milliseconds
         line.withLock { line in
             guard !line.finished, let text = line.text else { return }
-            Terminal.write("\r\u{1B}[2K\(text) (\(elapsed) ms)")
-            line.open = true
+            live.draw("\(text) (\(elapsed) ms)")
         }
     }
 
@@ -73,44 +83,49 @@ final class StateDisplay: Sendable {
     func finish() {
         stopTicker.withLock { $0?() }
         line.withLock { line in
-            if line.open {
-                Terminal.write("\r\u{1B}[2K")
-            }
-            line.open = false
             line.finished = true
+            live.clear()
         }
     }
 
-    func failureText(_ result: OpeningResult, problems: [String]) -> String {
+    /// The failure for a person: what happened, each adapter's part, and what to do
+    /// next (`OpeningAdvice`); no error names (those are in `--json` and the logs).
+    func failureText(_ result: OpeningResult, problems: [String], nextStep: String?) -> String {
         guard let error = result.error else { return result.message }
-        if error == .operationInProgress {
-            // The lock's holder or the cooldown's time left: the message is the whole story.
-            return "gate: \(result.message) (\(error.rawValue))"
-        }
-        var lines = ["gate: \(error.summary) (\(error.rawValue))"]
-        if !problems.isEmpty {
-            lines += problems.map { "  \($0)" }
-        } else if result.attempts.isEmpty {
-            lines.append("  \(result.message)")
+        var lines: [String]
+        if error == .operationInProgress || result.attempts.isEmpty && problems.isEmpty {
+            // The lock's holder, the cooldown, a lost daemon: the message is the story.
+            lines = ["gate: \(result.message)"]
         } else {
-            for attempt in result.attempts {
-                let took = attempt.duration.map { " after \($0.milliseconds) ms" } ?? ""
-                lines.append(
-                    "  \(attempt.adapter): \(attempt.outcome.rawValue)\(took): \(attempt.reason?.description ?? "")"
-                )
-            }
+            lines = ["gate: \(error.summary)"]
+            lines += problems.isEmpty ? result.attempts.map { "  \(Self.line(for: $0))" } : problems.map { "  \($0)" }
         }
+        if let nextStep { lines.append(nextStep) }
         return lines.joined(separator: "\n")
     }
 
+    /// `udp (2001 ms): no answer within 2.0 s`; `mqtt (not tried): not configured (no [mqtt] table)`.
+    static func line(for attempt: AttemptRecord) -> String {
+        let took = attempt.duration.map { "\($0.milliseconds) ms" } ?? "not tried"
+        return "\(attempt.adapter) (\(took)): \(attempt.reason?.description ?? "relay cycle confirmed")"
+    }
+
+    static func attemptWords(_ adapter: AdapterKind) -> String {
+        switch adapter {
+        case .udp: return "sending the trigger via udp…"
+        case .mqtt: return "connecting to the MQTT broker…"
+        }
+    }
+
+    /// A state in words, for the live line and the lines of a pipe.
     static func words(for state: GateState, adapter: AdapterKind?) -> String {
         let via = adapter.map { " via \($0)" } ?? ""
         switch state {
         case .ready: return "ready"
-        case .triggering: return "triggering\(via): waiting for the relay to activate…"
-        case .waitingForRelayClose: return "relay activated\(via): waiting for the release…"
-        case .timeout: return "timeout\(via)"
-        case .error: return "error\(via)"
+        case .triggering: return "trigger sent\(via): waiting for the relay to activate"
+        case .waitingForRelayClose: return "relay activated\(via): waiting for the relay to release"
+        case .timeout: return "relay cycle not confirmed\(via)"
+        case .error: return "failed"
         }
     }
 }

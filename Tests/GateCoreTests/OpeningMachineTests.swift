@@ -35,10 +35,13 @@ struct OpeningMachineTests {
         let start = clock.now
         let first = machine.handle(.start(at: start))
         #expect(
-            first == [.startAdapter(.udp, deadline: start + .seconds(2)), .stateChanged(.triggering, adapter: .udp)]
+            first == [.startAdapter(.udp, deadline: start + .seconds(2))],
+            "nothing is announced before a trigger left"
         )
+        #expect(machine.state == .ready)
+        let sent = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        #expect(sent == [.stateChanged(.triggering, adapter: .udp)])
         #expect(machine.state == .triggering)
-        #expect(machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1)))) == [])
         let activated = machine.handle(.adapter(.udp, .relay(.activated), at: clock.advance(.milliseconds(10))))
         #expect(activated == [.stateChanged(.waitingForRelayClose, adapter: .udp)])
         #expect(machine.state == .waitingForRelayClose)
@@ -77,12 +80,11 @@ struct OpeningMachineTests {
         let atDeadline = clock.advance(.seconds(2))
         let actions = machine.handle(.adapter(.udp, .deadlineReached, at: atDeadline))
         #expect(
-            actions == [
-                .stopAdapter(.udp),
-                .startAdapter(.mqtt, deadline: atDeadline + .seconds(5)),
-                .stateChanged(.triggering, adapter: .mqtt),
-            ]
+            actions == [.stopAdapter(.udp), .startAdapter(.mqtt, deadline: atDeadline + .seconds(5))]
         )
+        #expect(machine.state == .triggering, "the UDP trigger's announcement stands while MQTT connects")
+        let mqttSent = machine.handle(.adapter(.mqtt, .sent, at: clock.advance(.milliseconds(30))))
+        #expect(mqttSent == [.stateChanged(.triggering, adapter: .mqtt)])
         #expect(machine.attempts.first?.outcome == .noAnswer)
         #expect(machine.attempts.first?.reason == .noAnswer(budget: .seconds(2)))
         #expect(machine.attempts.first?.triggerSent == true)
@@ -91,7 +93,7 @@ struct OpeningMachineTests {
         let (result, _) = try #require(finished(done))
         #expect(result.adapter == .mqtt)
         #expect(result.attempts.map(\.outcome) == [.noAnswer, .success])
-        #expect(result.duration == .milliseconds(2700))
+        #expect(result.duration == .milliseconds(2730))
     }
 
     @Test("Silence after a trigger nobody watched for ends the opening (124); the next adapter never starts")
@@ -299,7 +301,7 @@ struct OpeningMachineTests {
         _ = machine.handle(.start(at: clock.now))
         #expect(machine.handle(.adapter(.mqtt, .relay(.activated), at: clock.advance(.milliseconds(1)))) == [])
         #expect(machine.handle(.adapter(.mqtt, .relay(.released), at: clock.advance(.milliseconds(1)))) == [])
-        #expect(machine.state == .triggering)
+        #expect(machine.running == .udp)
     }
 
     @Test("A second start is ignored")
@@ -360,6 +362,29 @@ struct OpeningMachineTests {
         )
         #expect(result.error == .configurationMissing)
         #expect(result.exitCode == 78)
+    }
+
+    @Test("An attempt that sends nothing (a missing password) never announces triggering")
+    func nothingSentNeverTriggering() throws {
+        var clock = TestClock()
+        let plan = [OpeningMachine.PlannedAdapter(kind: .mqtt, budget: .seconds(5))]
+        var machine = OpeningMachine(plan: plan, resetDelay: .seconds(3))
+        var actions = machine.handle(.start(at: clock.now))
+        actions += machine.handle(.adapter(.mqtt, .misconfigured("no password"), at: clock.advance(.milliseconds(1))))
+        let states = actions.compactMap { action -> GateState? in
+            if case .stateChanged(let state, _) = action { return state } else { return nil }
+        }
+        #expect(states == [.error], "\(actions)")
+        #expect(try #require(finished(actions)).0.attempts.map(\.triggerSent) == [false])
+    }
+
+    @Test("A repeated sent announces nothing more")
+    func sentOnce() {
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpOnly, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        #expect(machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1)))).count == 1)
+        #expect(machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1)))) == [])
     }
 
     @Test("In auto, a misconfigured MQTT is one reason among the others")
@@ -443,7 +468,7 @@ struct EvidenceAndTimeTests {
         _ = machine.handle(.start(at: clock.now))
         #expect(machine.handle(.observed(.released, at: clock.advance(.milliseconds(5)))) == [])
         #expect(machine.handle(.observed(.invalid(.emptyDatagram), at: clock.advance(.milliseconds(5)))) == [])
-        #expect(machine.state == .triggering)
+        #expect(machine.running == .udp)
     }
 
     @Test(

@@ -89,7 +89,7 @@ struct StatusFormatTests {
     func text() {
         #expect(StatusFormat.text.render(Sample.ready) == "ready (last: success via udp, 412 ms, 10:00:01)")
         #expect(StatusFormat.text.render(Sample.busy) == "opening: waiting for relay release (udp)")
-        #expect(StatusFormat.text.render(Sample.failed) == "error until 10:00:05 (last: allAdaptersFailed)")
+        #expect(StatusFormat.text.render(Sample.failed) == "error until 10:00:05 (last: ESP32 not reached)")
         #expect(StatusFormat.text.render(Sample.interrupted) == "ready (last: interrupted)")
         #expect(StatusFormat.text.render(.initial(now: "2026-11-21T10:00:00.000Z")) == "ready")
         var triggering = Sample.busy
@@ -101,7 +101,7 @@ struct StatusFormatTests {
     func localTime() {
         let berlin = StatusClock { _ in 3600 }
         #expect(
-            StatusFormat.text.render(Sample.failed, clock: berlin) == "error until 11:00:05 (last: allAdaptersFailed)"
+            StatusFormat.text.render(Sample.failed, clock: berlin) == "error until 11:00:05 (last: ESP32 not reached)"
         )
         #expect(StatusClock.utc.timeOfDay("2026-11-21T23:59:59.999Z") == "23:59:59")
         #expect(StatusClock(utcOffset: { _ in 60 }).timeOfDay("2026-11-21T23:59:30.000Z") == "00:00:30")
@@ -173,7 +173,7 @@ struct StatusFormatTests {
     func polybar() {
         #expect(StatusFormat.polybar.render(Sample.ready) == "%{F#55aa55}gate ready%{F-}")
         #expect(StatusFormat.polybar.render(Sample.busy) == "%{F#3584e4}gate relay on (udp)%{F-}")
-        #expect(StatusFormat.polybar.render(Sample.failed) == "%{F#e01b24}gate error (allAdaptersFailed)%{F-}")
+        #expect(StatusFormat.polybar.render(Sample.failed) == "%{F#e01b24}gate error (ESP32 not reached)%{F-}")
         #expect(StatusFormat.polybar.render(Sample.interrupted) == "%{F#ff8c00}gate ready (interrupted)%{F-}")
         #expect(
             StatusFormat.polybar.render(Sample.hostile("%{F#000}x%"))
@@ -184,7 +184,7 @@ struct StatusFormatTests {
     @Test("i3blocks: three raw lines once, one JSON object per --watch update")
     func i3blocks() throws {
         #expect(StatusFormat.i3blocks.render(Sample.ready) == "gate ready\ngate ok\n#55aa55")
-        #expect(StatusFormat.i3blocks.render(Sample.failed) == "gate error (allAdaptersFailed)\ngate !\n#e01b24")
+        #expect(StatusFormat.i3blocks.render(Sample.failed) == "gate error (ESP32 not reached)\ngate !\n#e01b24")
         for record in Sample.all {
             let line = StatusFormat.i3blocks.renderUpdate(record)
             #expect(!line.contains("\n"))

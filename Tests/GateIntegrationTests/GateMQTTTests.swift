@@ -213,28 +213,72 @@ struct GateMQTTTests {
         #expect(reason.contains("certificate verify failed"), "\(reason)")
     }
 
-    @Test("TLS to a plaintext broker: 69 well before the budget, OpenSSL's words in the message")
+    @Test("TLS to a plaintext broker: 69 well before the budget, saying so with the fix; OpenSSL's words at -v")
     func tlsToPlaintext() throws {
         let broker = try MosquittoBroker(.plain)
         let tlsBroker = try MosquittoBroker(.tls)
         let config = try TestConfig(
             "[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\ntls = true\nca_file = \"\(tlsBroker.caFile!)\"\n"
         )
+        let sentence =
+            "the broker at 127.0.0.1:\(broker.port) does not speak TLS (set tls = false in [mqtt], or use its TLS port)"
         let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
         #expect(run.status == 69, "\(run.summary)")
         let attempt = try #require(try attempts(run).first)
-        #expect((attempt["reason"] as? String)?.contains("OpenSSL") == true, "\(attempt)")
+        #expect(attempt["reason"] as? String == sentence, "\(attempt)")
         #expect((attempt["duration_ms"] as? Int ?? 9999) < 5000, "must not wait for the whole budget")
+
+        let text = try GateRunner.run(["open", "--via", "mqtt", "--force", "--config", config.path])
+        #expect(text.status == 69, "\(text.summary)")
+        #expect(
+            Self.withoutDuration(text.stderr) == """
+                gate: the ESP32 could not be reached through the MQTT broker
+                  mqtt (N ms): \(sentence)
+                \(Self.nothingSent)
+
+                """,
+            "\(text.stderr)"
+        )
+        let verbose = try GateRunner.run(["open", "-v", "--via", "mqtt", "--force", "--config", config.path])
+        #expect(verbose.stderr.contains("OpenSSL"), "the library's words are for -v: \(verbose.stderr)")
     }
 
-    @Test("Plaintext to a TLS broker: 69 with the reason")
+    @Test("Plaintext to a TLS broker: 69 saying that the broker expects TLS, with the fix")
     func plaintextToTLS() throws {
         let broker = try MosquittoBroker(.tls)
         let config = try mqttConfig(udpPort: nil, broker: broker)
+        let sentence =
+            "the broker at 127.0.0.1:\(broker.port) expects TLS on this port (set tls = true in [mqtt], "
+            + "or use its plain port)"
         let run = try GateRunner.run(["open", "--via", "mqtt", "--json", "--config", config.path])
         #expect(run.status == 69, "\(run.summary)")
         let attempt = try #require(try attempts(run).first)
-        #expect((attempt["reason"] as? String)?.contains("127.0.0.1:\(broker.port)") == true, "\(attempt)")
+        #expect(attempt["reason"] as? String == sentence, "\(attempt)")
+
+        let text = try GateRunner.run(["open", "--via", "mqtt", "--force", "--config", config.path])
+        #expect(text.status == 69, "\(text.summary)")
+        #expect(
+            Self.withoutDuration(text.stderr) == """
+                gate: the ESP32 could not be reached through the MQTT broker
+                  mqtt (N ms): \(sentence)
+                \(Self.nothingSent)
+
+                """,
+            "\(text.stderr)"
+        )
+    }
+
+    /// The next step after a 69.
+    static let nothingSent =
+        "Nothing was sent that could move the gate: try again once the cause above is fixed; "
+        + "`gate doctor` checks the whole set-up."
+
+    /// `mqtt (12 ms)` as `mqtt (N ms)`: the text compared exactly, the time left out.
+    static func withoutDuration(_ text: String) -> String {
+        guard let open = text.range(of: "mqtt ("), let end = text[open.upperBound...].range(of: " ms)") else {
+            return text
+        }
+        return text.replacingCharacters(in: open.upperBound..<end.lowerBound, with: "N")
     }
 
     @Test("A TLS broker that is down: 69 at once, connection refused (no spinning connect)")

@@ -53,6 +53,19 @@ private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathCompon
 /// by a real `gate` against a real TLS + password broker (docs/CONTRACT.md#secrets, issue 5).
 @Suite("gate secret and the Secret Service", .serialized)
 struct GateSecretTests {
+    /// The MQTT attempt's reason when no source has the password: one sentence and its fix.
+    static let noPassword =
+        "no MQTT password found: store one with `gate secret set mqtt-password`, or give the service the "
+        + "systemd credential `mqtt-password` (LoadCredentialEncrypted=mqtt-password); -v shows where gate looked"
+
+    /// The attempt's duration as printed (`mqtt (3 ms): …`), to compare the rest exactly.
+    static func milliseconds(_ text: String) -> String {
+        guard let open = text.range(of: "mqtt ("), let end = text[open.upperBound...].range(of: " ms)") else {
+            return "?"
+        }
+        return String(text[open.upperBound..<end.lowerBound])
+    }
+
     @Test("gate secret set from stdin; secret-tool finds the same entry; a TLS + password opening uses it")
     func setLookupOpen() throws {
         let password = "gate-pw-Ks4 with spaces"
@@ -135,8 +148,13 @@ struct GateSecretTests {
             environment: session.environment()
         )
         #expect(run.status == 78, "\(run.summary)")
-        #expect(run.stderr.contains("the Secret Service: no entry"), "\(run.stderr)")
-        #expect(run.stderr.contains("gate secret set mqtt-password"), "\(run.stderr)")
+        #expect(run.stderr.contains(Self.noPassword), "\(run.stderr)")
+        #expect(!run.stderr.contains("the Secret Service: no entry"), "where gate looked is for -v: \(run.stderr)")
+        let verbose = try GateRunner.run(
+            ["open", "-v", "--via", "mqtt", "--config", config.path],
+            environment: session.environment()
+        )
+        #expect(verbose.stderr.contains("the Secret Service: no entry"), "\(verbose.stderr)")
 
         let json = try GateRunner.run(
             ["open", "--via", "mqtt", "--json", "--config", config.path],
@@ -189,7 +207,21 @@ struct GateSecretTests {
             environment[key] = nil
         }
 
-        let run = try GateRunner.run(["open", "--via", "mqtt", "--config", config.path], environment: environment)
+        let short = try GateRunner.run(["open", "--via", "mqtt", "--config", config.path], environment: environment)
+        #expect(short.status == 78, "\(short.summary)")
+        #expect(
+            short.stderr == """
+                gate: no usable configuration
+                  mqtt (\(Self.milliseconds(short.stderr)) ms): \(Self.noPassword)
+                Fix what is named above; `gate doctor` confirms it.
+
+                """,
+            "one short line per adapter and the next step: \(short.stderr)"
+        )
+        let run = try GateRunner.run(
+            ["open", "-v", "--via", "mqtt", "--config", config.path],
+            environment: environment
+        )
         #expect(run.status == 78, "\(run.summary)")
         #expect(run.stderr.contains("no D-Bus session bus"), "\(run.stderr)")
         #expect(run.stderr.contains("headless"), "\(run.stderr)")

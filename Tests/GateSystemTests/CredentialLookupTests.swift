@@ -33,8 +33,13 @@ struct CredentialLookupTests {
             Issue.record("a password was found where none exists")
             return
         }
-        #expect(failure.message.contains("$CREDENTIALS_DIRECTORY is not set"))
-        #expect(failure.message.contains("LoadCredentialEncrypted=mqtt-password"))
+        #expect(
+            failure.message
+                == "no MQTT password found: store one with `gate secret set mqtt-password`, or give the service the "
+                + "systemd credential `mqtt-password` (LoadCredentialEncrypted=mqtt-password); -v shows where gate looked"
+        )
+        #expect(failure.looked == "systemd credentials: $CREDENTIALS_DIRECTORY is not set")
+        #expect(failure.description.hasSuffix("(looked: systemd credentials: $CREDENTIALS_DIRECTORY is not set)"))
     }
 
     @Test("A directory without the file is 'no entry'; an empty file is refused")
@@ -46,7 +51,7 @@ struct CredentialLookupTests {
             Issue.record("found a password in an empty directory")
             return
         }
-        #expect(missing.message.contains("no entry"))
+        #expect(missing.looked == "systemd credentials: no entry")
         let empty = CredentialLookup(sources: [
             SystemdCredentials(environment: ["CREDENTIALS_DIRECTORY": try directory(with: "\n")])
         ])

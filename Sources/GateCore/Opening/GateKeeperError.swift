@@ -106,3 +106,24 @@ extension GateKeeperError {
         }
     }
 }
+
+extension GateKeeperError {
+    /// A few words for a history line or a panel label, where `summary` is too long.
+    public var brief: String {
+        switch self {
+        case .configurationMissing: return "configuration problem"
+        case .udpConnectionFailed: return "ESP32 not reached over UDP"
+        case .mqttConnectionFailed: return "ESP32 not reached through MQTT"
+        case .allAdaptersFailed: return "ESP32 not reached"
+        case .operationTimeout: return "relay cycle not confirmed"
+        case .operationInProgress: return "refused: busy"
+        case .invalidResponse: return "answer outside the protocol"
+        }
+    }
+
+    /// The words for an error name read from a shared file (status, history): an
+    /// unknown name is shown as it is, escaped, since the file is not trusted.
+    public static func brief(recorded name: String) -> String {
+        GateKeeperError(rawValue: name)?.brief ?? SafeText.escaped(name)
+    }
+}

@@ -53,7 +53,7 @@ public struct OpeningMachine: Sendable {
 
     enum Phase: Sendable, Hashable {
         case idle
-        /// `plan[index]` started, waiting for `1`.
+        /// `plan[index]` started (its trigger sent or not yet), waiting for `1`.
         case triggering(index: Int, startedAt: MonotonicInstant, deadline: MonotonicInstant)
         /// `1` seen for `plan[index]`, waiting for `0`.
         case waitingForRelayClose(index: Int, startedAt: MonotonicInstant, deadline: MonotonicInstant)
@@ -109,7 +109,9 @@ public struct OpeningMachine: Sendable {
     public var state: GateState {
         switch phase {
         case .idle, .done: return .ready
-        case .triggering: return .triggering
+        case .triggering:
+            // What was announced: `triggering` once a trigger of this opening left.
+            return sent || tried.contains(where: \.triggerSent) ? .triggering : .ready
         case .waitingForRelayClose: return .waitingForRelayClose
         case .resetting(_, let shown): return shown
         }
@@ -213,8 +215,11 @@ public struct OpeningMachine: Sendable {
             let budget = plan[index].budget
             switch event {
             case .sent:
+                // `triggering` says a trigger left (docs/CONTRACT.md#one-opening): announced
+                // now, never when the attempt merely starts (it may send nothing at all).
+                guard !sent else { return [] }
                 sent = true
-                return []
+                return [.stateChanged(.triggering, adapter: plan[index].kind)]
             case .relay(.activated) where now >= deadline:
                 // Read late, yet the ESP32 answered: evidence, so no fallback; and its `0`
                 // can no longer come within the budget.
@@ -349,12 +354,8 @@ public struct OpeningMachine: Sendable {
         sent = false
         releaseSeen = false
         unwatched = false
-        // The trigger first, the announcement after: writing the status file must
-        // never delay the relay.
-        return [
-            .startAdapter(plan[index].kind, deadline: deadline),
-            .stateChanged(.triggering, adapter: plan[index].kind),
-        ]
+        // No state change yet: `triggering` waits for the attempt's `.sent`.
+        return [.startAdapter(plan[index].kind, deadline: deadline)]
     }
 
     private mutating func record(

@@ -28,7 +28,7 @@ struct StatusView {
         case .timeout, .error:
             var words = record.state.rawValue
             if let resetAt = record.resetAt { words += " until \(clock.timeOfDay(resetAt))" }
-            if let last = record.last { words += " (last: \(last.error ?? last.outcome.rawValue))" }
+            if let last = record.last { words += " (last: \(Self.failure(last)))" }
             return words
         }
     }
@@ -40,7 +40,8 @@ struct StatusView {
         case .triggering: return "gate triggering\(adapterInParentheses)"
         case .waitingForRelayClose: return "gate relay on\(adapterInParentheses)"
         case .timeout, .error:
-            return "gate \(record.state.rawValue)\(record.last?.error.map { " (\($0))" } ?? "")"
+            let why = record.last?.error.map { " (\(GateKeeperError.brief(recorded: $0)))" } ?? ""
+            return "gate \(record.state.rawValue)\(why)"
         }
     }
 
@@ -82,15 +83,20 @@ struct StatusView {
         return lines
     }
 
+    /// The error in words (its name stays in the record), else the outcome.
+    private static func failure(_ last: StatusRecord.Last) -> String {
+        last.error.map(GateKeeperError.brief(recorded:)) ?? last.outcome.rawValue
+    }
+
     private var adapterInParentheses: String {
         record.adapter.map { " (\($0))" } ?? ""
     }
 
-    /// `success via udp, 412 ms, 10:00:01`; `allAdaptersFailed, 2001 ms, 10:00:02`; `interrupted`.
+    /// `success via udp, 412 ms, 10:00:01`; `ESP32 not reached, 2001 ms, 10:00:02`; `interrupted`.
     private func summary(of last: StatusRecord.Last) -> String {
         // An interrupted opening has no finish time worth showing: it is when it was last seen.
         if last.outcome == .interrupted { return "interrupted" }
-        var parts = [last.outcome == .success ? "success" : (last.error ?? last.outcome.rawValue)]
+        var parts = [last.outcome == .success ? "success" : Self.failure(last)]
         if let adapter = last.adapter { parts[0] += " via \(adapter)" }
         if let duration = last.durationMs { parts.append("\(duration) ms") }
         parts.append(clock.timeOfDay(last.finishedAt))

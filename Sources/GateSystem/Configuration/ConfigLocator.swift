@@ -59,13 +59,10 @@ public struct ConfigLocator: Sendable {
         }
         let searched = candidates.map(\.path).joined(separator: ", ")
         return .failure(
-            ConfigError(problems: [
-                ConfigProblem(
-                    file: "",
-                    message:
-                        "no configuration file found (looked in \(searched)); create one, see `gate config --help` and the README"
-                )
-            ])
+            ConfigError(
+                problems: [ConfigProblem(file: "", message: "no configuration file found (looked in \(searched))")],
+                nextStep: "Write one with `gate config init --udp HOST` (HOST: the ESP32's address), then edit it."
+            )
         )
     }
 
@@ -82,7 +79,13 @@ public struct ConfigLocator: Sendable {
         case .failure(let problem):
             let words =
                 problem.code == EILSEQ ? "the file is not UTF-8 text" : "cannot read the configuration: \(problem)"
-            return .failure(ConfigError(problems: [ConfigProblem(file: candidate.path, message: words)]))
+            let next =
+                problem.code == ENOENT
+                ? "Check the path, or write a starter file there with `gate config init --config \(candidate.path)`."
+                : ConfigError.fixTheFile
+            return .failure(
+                ConfigError(problems: [ConfigProblem(file: candidate.path, message: words)], nextStep: next)
+            )
         }
         let parsed: GateConfig
         do {

@@ -104,13 +104,24 @@ extension ControlClient {
             }
         }
 
+        /// A state the daemon reported, in words for the message (its name is for the logs).
+        static func reportWords(_ state: GateState) -> String {
+            switch state {
+            case .triggering: return "a trigger sent"
+            case .waitingForRelayClose: return "the relay activated"
+            case .ready: return "ready"
+            case .timeout: return "a timeout"
+            case .error: return "an error"
+            }
+        }
+
         /// The daemon that may have started the opening is gone or silent: 124, naming
         /// the adapter it last reported (or, before any, the one its plan tries first).
         func lost(_ why: String) -> Handover {
             let adapter = reported?.adapter ?? planned()
             let last: String
             if let reported {
-                last = "after reporting \(reported.state.rawValue) via \(reported.adapter.rawValue)"
+                last = "after reporting \(Self.reportWords(reported.state)) via \(reported.adapter.rawValue)"
             } else if let adapter {
                 last = "before reporting an adapter (its plan tries \(adapter.rawValue) first)"
             } else {

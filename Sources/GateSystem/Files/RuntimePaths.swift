@@ -77,7 +77,8 @@ public struct RuntimePaths: Sendable, Hashable {
             return .failure(
                 RuntimePathError(
                     message:
-                        "no state folder: /var/lib/gate is not writable and neither $XDG_STATE_HOME nor $HOME is set"
+                        "no state folder: /var/lib/gate is not writable and neither $XDG_STATE_HOME nor $HOME is set "
+                        + "(join the group gate, or set $GATE_STATE_DIR)"
                 )
             )
         }
@@ -89,7 +90,12 @@ public struct RuntimePaths: Sendable, Hashable {
     public func prepare() -> Result<Void, RuntimePathError> {
         for directory in [runtimeDirectory, stateDirectory] {
             if let failure = Self.makeDirectories(directory) {
-                return .failure(RuntimePathError(message: "cannot create \(directory): \(failure)"))
+                return .failure(
+                    RuntimePathError(
+                        message: "cannot create \(directory): \(failure) "
+                            + "(check who owns the folder above it, or set $GATE_RUNTIME_DIR and $GATE_STATE_DIR)"
+                    )
+                )
             }
         }
         return .success(())

@@ -182,7 +182,7 @@ public final class MQTTLink: StatusFeed {
         if config.username != nil {
             switch credentials.mqttPassword() {
             case .success(let secret): password = secret
-            case .failure(let failure): return .failure(LinkFailure(failure.message))
+            case .failure(let failure): return .failure(LinkFailure(failure.description))
             }
         }
         do {

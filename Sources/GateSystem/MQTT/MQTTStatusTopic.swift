@@ -12,6 +12,29 @@ struct MQTTStatusTopic: Sendable {
         config.host.contains(":") ? "[\(config.host)]:\(config.port)" : "\(config.host):\(config.port)"
     }
 
+    /// A TLS client at a plaintext port (`tls = true`): OpenSSL's words for a peer that
+    /// answers no handshake. mosquitto's plain listener hangs up ("unexpected eof");
+    /// other servers answer bytes that are no TLS record ("wrong version number").
+    static let plainPeerSigns = [
+        "wrong version number", "packet length too long", "unexpected eof while reading", "unknown protocol",
+        "record layer failure",
+    ]
+
+    /// The sentence for a handshake that failed because the port speaks no TLS, or nil
+    /// when `detail` (the library's words) says something else.
+    func plainPortWords(detail: String) -> String? {
+        guard config.tls else { return nil }
+        let lowered = detail.lowercased()
+        guard Self.plainPeerSigns.contains(where: { lowered.contains($0) }) else { return nil }
+        return "the broker at \(broker) does not speak TLS (set tls = false in [mqtt], or use its TLS port)"
+    }
+
+    /// A TLS listener drops a plaintext CONNECT without a word: the connection closes
+    /// before any CONNACK.
+    var tlsPortWords: String {
+        "the broker at \(broker) expects TLS on this port (set tls = true in [mqtt], or use its plain port)"
+    }
+
     /// A SUBACK whose granted QoS is the failure code 0x80 (or missing): not authorised.
     static func refused(granted: [Int32]) -> Bool {
         granted.first.map { $0 > 2 } ?? true

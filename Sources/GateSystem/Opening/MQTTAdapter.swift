@@ -135,6 +135,7 @@ final class MQTTExchange: Sendable {
             switch credentials.mqttPassword() {
             case .success(let secret): password = secret
             case .failure(let failure):
+                logger.info("no usable MQTT password", metadata: ["looked": "\(failure.looked)"])
                 ticket.report(.misconfigured(failure.message))
                 return
             }
@@ -160,7 +161,7 @@ final class MQTTExchange: Sendable {
             )
             try session.connect(host: config.host, port: Int32(config.port), keepAlive: 60)
         } catch {
-            fail("cannot reach MQTT broker at \(broker): \(error)\(lastErrorSuffix)")
+            fail(connectFailure("\(error)\(lastErrorSuffix)"))
             return
         }
         sessions?.began()
@@ -172,14 +173,10 @@ final class MQTTExchange: Sendable {
             return phase
         }
         switch reached {
+        case .connecting where lost != nil && !config.tls:
+            ticket.report(.unreachable(closedBeforeConnack(lost ?? "")))
         case .connecting:
-            // A TLS listener drops a plaintext CONNECT without a word.
-            let hint = lost != nil && !config.tls ? " (if the broker expects TLS, set tls = true in [mqtt])" : ""
-            ticket.report(
-                .unreachable(
-                    "cannot reach MQTT broker at \(broker): \(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)\(hint)"
-                )
-            )
+            ticket.report(.unreachable(connectFailure("\(lost ?? "no CONNACK within the budget")\(lastErrorSuffix)")))
         case .subscribing, .subscribed:
             ticket.report(
                 .unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget")
@@ -266,6 +263,29 @@ final class MQTTExchange: Sendable {
         }
     }
 
+    /// Why connecting failed, in words: a TLS client at a plain port said so with its
+    /// fix (OpenSSL's own words at `-v`), anything else with the library's words.
+    private func connectFailure(_ detail: String) -> String {
+        guard let words = topic.plainPortWords(detail: detail) else {
+            return "cannot reach MQTT broker at \(broker): \(detail)"
+        }
+        logger.info(
+            "TLS handshake failed",
+            metadata: ["adapter": "mqtt", "broker": "\(broker)", "detail": "\(detail)"]
+        )
+        return words
+    }
+
+    /// A plaintext client whose connection closed before the CONNACK: a TLS listener
+    /// drops a plaintext CONNECT without a word.
+    private func closedBeforeConnack(_ detail: String) -> String {
+        logger.info(
+            "the connection closed before the CONNACK",
+            metadata: ["adapter": "mqtt", "broker": "\(broker)", "detail": "\(detail)"]
+        )
+        return topic.tlsPortWords
+    }
+
     private var lastErrorSuffix: String {
         lastError.withLock { $0 }.map { " (\($0))" } ?? ""
     }
@@ -280,7 +300,7 @@ final class MQTTExchange: Sendable {
             // A TLS handshake that fails inside the network loop is only logged: no
             // disconnect callback follows, and the loop would retry until the budget ends.
             if level == MosquittoLogLevel.error, case .connecting = phase.withLock({ $0 }) {
-                fail("cannot reach MQTT broker at \(broker): \(text)")
+                fail(connectFailure(text))
             }
 
         case .connected(let code):
@@ -330,9 +350,7 @@ final class MQTTExchange: Sendable {
             case .published:
                 end(.lost("lost the connection to MQTT broker at \(broker)\(words)"))
             case .connecting where !config.tls:
-                fail(
-                    "cannot reach MQTT broker at \(broker): the connection closed before the CONNACK\(words) (if the broker expects TLS, set tls = true in [mqtt])"
-                )
+                fail(closedBeforeConnack(words))
             case .connecting, .subscribing, .subscribed, .over:
                 fail("lost the connection to MQTT broker at \(broker)\(words)")
             }

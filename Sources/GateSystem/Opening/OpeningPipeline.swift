@@ -72,11 +72,14 @@ public struct OpeningPipeline: Sendable {
     /// keeps from sending.
     static let overdueGrace = Duration.milliseconds(250)
 
-    /// Runs one opening; `onStateChange` sees every state it goes through.
+    /// Runs one opening; `onStateChange` sees every state it goes through, `onAttempt`
+    /// each adapter as its attempt starts (for a display: no state is announced before
+    /// a trigger left).
     public func open(
         config: GateConfig,
         request: OpeningRequest,
-        onStateChange: @escaping (GateState, AdapterKind?) -> Void = { _, _ in }
+        onStateChange: @escaping (GateState, AdapterKind?) -> Void = { _, _ in },
+        onAttempt: @escaping (AdapterKind) -> Void = { _ in }
     ) async -> OpeningResult {
         var logger = self.logger
         logger[metadataKey: "source"] = "\(request.source)"
@@ -140,7 +143,8 @@ public struct OpeningPipeline: Sendable {
             standby: standby,
             recorder: recorder,
             logger: logger,
-            onStateChange: onStateChange
+            onStateChange: onStateChange,
+            onAttempt: onAttempt
         )
         recorder.finished(result.result, resetAfter: result.resetAfter)
         return result.result
@@ -157,7 +161,8 @@ public struct OpeningPipeline: Sendable {
         standby: OSThread.Standby?,
         recorder: OpeningRecorder,
         logger: Logger,
-        onStateChange: (GateState, AdapterKind?) -> Void
+        onStateChange: (GateState, AdapterKind?) -> Void,
+        onAttempt: (AdapterKind) -> Void
     ) async -> (result: OpeningResult, resetAfter: Duration?) {
         let clock = self.clock
         let openingStart = clock.now()
@@ -225,6 +230,7 @@ public struct OpeningPipeline: Sendable {
                         standby: standby,
                         watch: watch
                     ).attempt(ticket)
+                    onAttempt(kind)
                     running = (
                         attemptNumber, kind, ticket, cancel,
                         Self.overdueTimer(

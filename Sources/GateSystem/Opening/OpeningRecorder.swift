@@ -23,13 +23,18 @@ public final class OpeningRecorder: Sendable {
             switch self {
             case .inProgress(let holder) where holder?.source == "elsewhere":
                 // The daemon holds the lock while the status topic shows another client's cycle.
-                return "the relay is active: another client's cycle (seen by gate daemon on the status topic)"
+                return
+                    "the relay is active: another client's cycle (seen by gate daemon on the status topic); "
+                    + "nothing was sent: try again once it has ended"
             case .inProgress(let holder):
-                return "another opening is in progress: \(holder?.holderDescription ?? "another process")"
+                return
+                    "another opening is in progress: \(holder?.holderDescription ?? "another process"); "
+                    + "nothing was sent: try again once it has ended"
             case .cooldown(let left):
                 let tenths = (left.milliseconds + 99) / 100
                 return
-                    "cooldown after the last relay cycle: \(tenths / 10).\(tenths % 10) s left (use --force to skip it)"
+                    "cooldown after the last relay cycle: \(tenths / 10).\(tenths % 10) s left; nothing was sent: "
+                    + "try again then, or use --force to skip the cooldown"
             case .unavailable(let why):
                 return why
             }

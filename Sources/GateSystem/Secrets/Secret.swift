@@ -80,13 +80,13 @@ public struct CredentialLookup: Sendable {
                 )
             }
         }
-        let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
+        // One short sentence with the fix; where gate looked is for -v and the logs.
         return .failure(
             CredentialFailure(
-                message: "no MQTT password found\(tried); "
-                    + "store one with `gate secret set mqtt-password` (desktop session, Secret Service), or, "
-                    + "for the system service, provide the systemd credential `mqtt-password` "
-                    + "(LoadCredentialEncrypted=mqtt-password, read from $CREDENTIALS_DIRECTORY/mqtt-password)"
+                message: "no MQTT password found: store one with `gate secret set mqtt-password`, or give the "
+                    + "service the systemd credential `mqtt-password` (LoadCredentialEncrypted=mqtt-password); "
+                    + "-v shows where gate looked",
+                looked: notes.joined(separator: "; ")
             )
         )
     }
@@ -95,8 +95,19 @@ public struct CredentialLookup: Sendable {
 }
 
 public struct CredentialFailure: Error, Sendable, CustomStringConvertible {
+    /// What is wrong and how to fix it, short enough for one terminal line or two.
     public var message: String
-    public var description: String { message }
+    /// Where gate looked and what each place said (`-v`, the daemon's log); empty
+    /// when the message says it all.
+    public var looked: String
+
+    public init(message: String, looked: String = "") {
+        self.message = message
+        self.looked = looked
+    }
+
+    /// The message with where gate looked, for a log that has no `-v` to ask for it.
+    public var description: String { looked.isEmpty ? message : "\(message) (looked: \(looked))" }
 }
 
 /// systemd's `LoadCredential=`/`LoadCredentialEncrypted=`: one file per credential
