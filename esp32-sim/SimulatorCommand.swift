@@ -182,7 +182,7 @@ struct SimulatorCommand: ParsableCommand {
 
     @Option(
         name: .customLong("protocol"),
-        help: ArgumentHelp("1 (the plain 0x01, the default) or 2 (signed frames; see PROTOCOL 2).", valueName: "1|2")
+        help: ArgumentHelp("1 (the plain 0x01) or 2 (signed frames; see PROTOCOL 2).", valueName: "1|2")
     )
     var protocolVersion = 1
 

@@ -179,6 +179,33 @@ struct SimulatorV2Tests {
         #expect(try sim.activations().count == 1)
     }
 
+    @Test(arguments: [
+        ("duplicate", [V2TestKey.relayOn, V2TestKey.relayOn, V2TestKey.relayOff, V2TestKey.relayOff]),
+        ("no-release", [V2TestKey.relayOn]),
+        ("udp:silent", []),
+    ])
+    func faultsShapeTheSignedReplies(fault: String, types: [UInt8]) throws {
+        let sim = try simulator([keyA], ["--fault", fault])
+        let probe = try UDPProbe(host: sim.udpHost, port: sim.udpPort)
+        let epoch = try learnEpoch(probe, keyA)
+        try probe.send(keyA.open(epoch: epoch, counter: 1))
+        let replies = try probe.receive(count: 5, within: .milliseconds(1500)).map {
+            keyA.check(reply: $0.bytes, counter: 1)
+        }
+        #expect(replies.map { $0?.type } == types, "\(sim.stderrText)")
+        #expect(replies.allSatisfy { $0?.epoch == epoch })
+        #expect(try sim.activations().count == 1)
+    }
+
+    @Test func aLossFractionLosesSomeRepliesAndNotOthers() throws {
+        let sim = try simulator([keyA], ["--fault", "udp:lost-replies", "--loss-fraction", "0.5"])
+        let probe = try UDPProbe(host: sim.udpHost, port: sim.udpPort)
+        for counter in UInt64(1)...40 { try probe.send(keyA.statusQuery(counter: counter)) }
+        let received = try probe.receive(count: 40, within: .seconds(2))
+        // Both outcomes 40 times in a row would come once in 2^39 runs.
+        #expect((1...39).contains(received.count), "\(received.count) of 40 status replies came")
+    }
+
     // MARK: - MQTT
 
     @Test func theSameFrameOverMQTTIsAcknowledgedThereWithoutASecondCycle() throws {
