@@ -88,6 +88,7 @@ let package = Package(
         .executableTarget(
             name: "esp32-sim",
             dependencies: [
+                "CGateProtocol",
                 "Mosquitto",
                 "Plumbing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -96,11 +97,12 @@ let package = Package(
             path: "esp32-sim"
         ),
         // What the test targets share: the loopback socket, the broker and simulator
-        // fixtures, the gate runner, and the middle tier's hand-moved clock, scripted
+        // fixtures, protocol v2's frames and vectors file, the gate runner, and the middle tier's hand-moved clock, scripted
         // adapter, status feed and log capture.
         .target(
             name: "GateTestSupport",
             dependencies: [
+                "CGateProtocol",
                 "GateCore",
                 "GateSystem",
                 .product(name: "Logging", package: "swift-log"),

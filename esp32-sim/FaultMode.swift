@@ -17,6 +17,8 @@ enum RelayEdge: Sendable {
 /// How the simulated device misbehaves. A fault changes only what is REPORTED (and, for
 /// `slow-release`, when): the relay itself always cycles and every activation is recorded,
 /// so a test can tell "the device was triggered but lied" from "the trigger never arrived".
+/// Two modes belong to protocol 2 only: `lost-replies` (the network loses the device's
+/// replies) and `busy` (another opening holds the relay, so it does not move at all).
 ///
 /// `--fault` parsing, the usage error and `--help` pick the modes up from `allCases`.
 enum FaultMode: String, CaseIterable, Sendable {
@@ -28,10 +30,21 @@ enum FaultMode: String, CaseIterable, Sendable {
     case duplicate
     case udpOff = "udp-off"
     case mqttOff = "mqtt-off"
+    case lostReplies = "lost-replies"
+    case busy
 
     /// The hold `slow-release` uses instead of `--hold-ms`: longer than the gate's UDP
     /// budget (2 s) so that the gate sees `1` without `0` and must time out.
     static let slowReleaseHold: Duration = .milliseconds(3000)
+
+    /// Whether the mode exists only under `--protocol 2` (v1 has no signed busy answer, and
+    /// its replies carry nothing that would make losing some of them interesting).
+    var needsProtocol2: Bool {
+        switch self {
+        case .lostReplies, .busy: true
+        case .none, .silent, .noRelease, .garbage, .slowRelease, .duplicate, .udpOff, .mqttOff: false
+        }
+    }
 
     /// The transport an `-off` mode removes; nil for the modes that change what is reported.
     var switchesOff: Transport? {
@@ -50,6 +63,9 @@ enum FaultMode: String, CaseIterable, Sendable {
             return [normal]
         case .udpOff, .mqttOff:
             // A transport that is off never gets to report; the other one stays healthy.
+            return [normal]
+        case .lostReplies, .busy:
+            // Protocol 2 only (refused with --protocol 1): there, V2Treatment decides.
             return [normal]
         case .silent:
             return []
@@ -81,6 +97,12 @@ enum FaultMode: String, CaseIterable, Sendable {
         case .duplicate: "sends every report twice (UDP: 0x01, 0x01, 0x00, 0x00 as four datagrams)"
         case .udpOff: "no UDP socket at all: nothing listens, a client gets ICMP port unreachable"
         case .mqttOff: "no MQTT connection, even with --mqtt-host"
+        case .lostReplies:
+            "protocol 2: loses the device's replies on that transport (all, or --loss-fraction of them); "
+                + "the device works and the other transport still answers"
+        case .busy:
+            "protocol 2: every open arriving on that transport finds the relay held by another opening: "
+                + "answered 0x93, the relay does not move"
         }
     }
 }

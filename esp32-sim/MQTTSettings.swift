@@ -18,6 +18,12 @@ struct MQTTSettings: Sendable {
     var triggerTopic: String
     var statusTopic: String
 
+    /// Protocol 2's requests (`<trigger>/v2`), replies (`<status>/v2`) and retained epoch
+    /// announcements (`<status>/v2/epoch/<key_id>`, the id in decimal).
+    var triggerTopicV2: String { triggerTopic + "/v2" }
+    var repliesTopic: String { statusTopic + "/v2" }
+    func epochTopic(keyID: UInt8) -> String { "\(statusTopic)/v2/epoch/\(keyID)" }
+
     /// `host:port` (`[::1]:1883` for an IPv6 literal), for log and error lines.
     var broker: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 

@@ -6,6 +6,9 @@ import Synchronization
 /// The ESP32's MQTT side, as its firmware does it: a clean-session client subscribed to the
 /// trigger topic, publishing every relay change on the status topic (`1` / `0`, QoS 0, not
 /// retained; `x` under the garbage fault), whatever transport triggered the change.
+/// Under protocol 2 it subscribes as the firmware does (`<trigger>/v2` once a key is
+/// provisioned, the plain topic while v1 is accepted), publishes the device's replies on
+/// `<status>/v2` and its retained epoch announcements on `<status>/v2/epoch/<key_id>`.
 ///
 /// Every event comes on libmosquitto's network thread, which must never block: the handler
 /// only updates state, logs and queues packets (subscribe and publish just queue there).
@@ -20,8 +23,8 @@ final class MQTTTransport: Sendable {
     private struct State {
         var startup = Startup.pending
         var connected = false
-        /// The message id of the SUBSCRIBE whose SUBACK is awaited.
-        var subscription: Int32?
+        /// The SUBSCRIBEs whose SUBACK is awaited: message id, topic.
+        var subscriptions: [Int32: String] = [:]
         /// TLS errors reach us only as library log lines; the last one explains a disconnect.
         var lastLibraryError: String?
         var stopping = false
@@ -30,17 +33,26 @@ final class MQTTTransport: Sendable {
     let settings: MQTTSettings
     let clientID: String
     private let client: MosquittoClient
-    private let relay: Relay
+    private let firmware: Firmware
+    /// The topics to subscribe to at every connection.
+    private let triggerTopics: [String]
     private let logger: Logger
     private let state = Mutex(State())
 
-    init(settings: MQTTSettings, relay: Relay, logger: Logger) throws(MosquittoError) {
+    init(settings: MQTTSettings, firmware: Firmware, logger: Logger) throws(MosquittoError) {
         let forwarder = EventForwarder()
         let clientID = "esp32-sim-" + randomHex(digits: 8)
         client = try MosquittoClient(clientID: clientID) { forwarder.forward($0) }
         self.settings = settings
         self.clientID = clientID
-        self.relay = relay
+        self.firmware = firmware
+        switch firmware {
+        case .v1:
+            triggerTopics = [settings.triggerTopic]
+        case .v2(let device):
+            let listens = device.listensOnMQTT
+            triggerTopics = (listens.v2 ? [settings.triggerTopicV2] : []) + (listens.v1 ? [settings.triggerTopic] : [])
+        }
         self.logger = logger
         forwarder.attach(self)
 
@@ -114,11 +126,29 @@ final class MQTTTransport: Sendable {
     /// The relay's observer: publishes one report on the status topic.
     func publish(_ report: Report) {
         let payload = Self.encode(report)
+        publish(payload, on: settings.statusTopic, retained: false, what: "\(payload) (\(report))")
+    }
+
+    /// The protocol 2 device's outlet.
+    func publish(_ publication: V2Publication) {
+        switch publication {
+        case .relay(let payload):
+            publish(payload, on: settings.statusTopic, retained: false, what: payload)
+        case .reply(let hex):
+            publish(hex, on: settings.repliesTopic, retained: false, what: "reply \(hex.prefix(4))…")
+        case .announcement(let keyID, let hex):
+            publish(hex, on: settings.epochTopic(keyID: keyID), retained: true, what: "epoch announcement (retained)")
+        }
+    }
+
+    /// QoS 0: a publication while disconnected is lost, as on the firmware (a late relay
+    /// report would be a false one).
+    private func publish(_ payload: String, on topic: String, retained: Bool, what: String) {
         do {
-            try client.publish(topic: settings.statusTopic, payload: Array(payload.utf8), qos: 0, retain: false)
-            logger.info("published \(payload) (\(report)) on \(settings.statusTopic)")
+            try client.publish(topic: topic, payload: Array(payload.utf8), qos: 0, retain: retained)
+            logger.info("published \(what) on \(topic)")
         } catch {
-            logger.warning("status \(payload) (\(report)) not published on \(settings.statusTopic): \(error)")
+            logger.warning("\(what) not published on \(topic): \(error)")
         }
     }
 
@@ -163,44 +193,47 @@ final class MQTTTransport: Sendable {
             return state.startup == .pending
         }
         logger.info("\(firstTime ? "connected" : "reconnected") to MQTT broker \(settings.broker) as \(clientID)")
+        // Queued before the SUBSCRIBEs: the broker handles a client's packets in order, so
+        // the retained announcements are stored by the time the SUBACK (and "ready") comes.
+        if case .v2(let device) = firmware { device.mqttConnected() }
         // A clean session forgets subscriptions, so every connection subscribes anew. Called
         // here, on the network thread, the SUBSCRIBE is only queued: its SUBACK cannot
         // arrive before the message id is stored below.
-        do {
-            let messageID = try client.subscribe(topic: settings.triggerTopic, qos: 0)
-            state.withLock { $0.subscription = messageID }
-        } catch {
-            if !failStartup("MQTT broker \(settings.broker): cannot subscribe to \(settings.triggerTopic): \(error)") {
-                logger.error("cannot subscribe to \(settings.triggerTopic) again: \(error)")
+        for topic in triggerTopics {
+            do {
+                let messageID = try client.subscribe(topic: topic, qos: 0)
+                state.withLock { $0.subscriptions[messageID] = topic }
+            } catch {
+                if !failStartup("MQTT broker \(settings.broker): cannot subscribe to \(topic): \(error)") {
+                    logger.error("cannot subscribe to \(topic) again: \(error)")
+                }
             }
         }
     }
 
     private func subscribed(messageID: Int32, granted: [Int32]) {
-        let awaited = state.withLock { state in
-            guard state.subscription == messageID else { return false }
-            state.subscription = nil
-            return true
+        let (topic, waitingForOthers) = state.withLock { state in
+            (state.subscriptions.removeValue(forKey: messageID), !state.subscriptions.isEmpty)
         }
-        guard awaited else { return }
+        guard let topic else { return }
         // 0x80 is the broker's refusal, e.g. an ACL that does not grant the topic.
         guard granted.allSatisfy({ $0 < 0x80 }) else {
-            let message = "MQTT broker \(settings.broker) refused the subscription to \(settings.triggerTopic)"
+            let message = "MQTT broker \(settings.broker) refused the subscription to \(topic)"
             if !failStartup(message) { logger.error("\(message); triggers over MQTT are lost") }
             return
         }
         let firstTime = state.withLock { state in
             guard state.startup == .pending else { return false }
-            state.startup = .subscribed
+            if !waitingForOthers { state.startup = .subscribed }
             return true
         }
-        logger.info("subscribed to \(settings.triggerTopic)\(firstTime ? "" : " again")")
+        logger.info("subscribed to \(topic)\(firstTime ? "" : " again")")
     }
 
     private func disconnected(code: Int32) {
         let (stopping, lastError) = state.withLock { state in
             state.connected = false
-            state.subscription = nil
+            state.subscriptions = [:]
             return (state.stopping, state.lastLibraryError)
         }
         guard !stopping else {
@@ -215,7 +248,7 @@ final class MQTTTransport: Sendable {
 
     private func received(topic: String, payload: [UInt8], retained: Bool) {
         let text = String(decoding: payload, as: UTF8.self)
-        guard topic == settings.triggerTopic else {
+        guard triggerTopics.contains(topic) else {
             logger.debug("ignored message on \(topic): \(jsonString(text))")
             return
         }
@@ -225,11 +258,16 @@ final class MQTTTransport: Sendable {
             logger.info("ignored retained trigger on \(topic) (payload \(jsonString(text))): stale")
             return
         }
-        let note =
-            !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
-            ? "" : " (not a Unix time; accepted anyway)"
-        logger.info("trigger received via mqtt on \(topic): payload \(jsonString(text))\(note)")
-        relay.trigger(via: .mqtt, from: nil, payload: text, reply: nil)
+        switch firmware {
+        case .v1(let relay):
+            let note =
+                !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
+                ? "" : " (not a Unix time; accepted anyway)"
+            logger.info("trigger received via mqtt on \(topic): payload \(jsonString(text))\(note)")
+            relay.trigger(via: .mqtt, from: nil, payload: text, reply: nil)
+        case .v2(let device):
+            device.received(topic == settings.triggerTopicV2 ? .v2Message(payload) : .v1Message(text))
+        }
     }
 
     /// Records the first connection's failure; false when that moment has passed.

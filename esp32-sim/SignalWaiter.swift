@@ -47,6 +47,7 @@ func signalName(_ number: Int32) -> String {
     switch number {
     case SIGINT: "SIGINT"
     case SIGTERM: "SIGTERM"
+    case SIGUSR1: "SIGUSR1"
     default: "signal \(number)"
     }
 }

@@ -11,7 +11,8 @@ extension SimulatorCommand {
         // First, before anything can start a thread (see SignalWaiter): the UDP receive
         // thread, libmosquitto's network thread and the relay's task threads all inherit
         // the blocked signals from this one.
-        let signals = SignalWaiter([SIGINT, SIGTERM])
+        // SIGUSR1 reboots a protocol 2 device; under protocol 1 it keeps its default action.
+        let signals = SignalWaiter(protocolVersion == 2 ? [SIGINT, SIGTERM, SIGUSR1] : [SIGINT, SIGTERM])
 
         let level: Logger.Level = verbose ? .debug : .info
         LoggingSystem.bootstrap { _ in StderrLogHandler(logLevel: level, format: Self.logLine) }
@@ -27,7 +28,19 @@ extension SimulatorCommand {
 
         // validate() has already accepted the faults and the --udp text.
         let faults = try Faults(fault)
-        let relay = Relay(hold: .milliseconds(holdMilliseconds), faults: faults, triggerLog: triggerLog, logger: logger)
+        let firmware: Firmware
+        if protocolVersion == 2 {
+            let device = try makeDeviceV2(faults: faults, triggerLog: triggerLog, logger: logger)
+            logger.info("protocol 2: \(device.bootLine)")
+            firmware = .v2(device)
+        } else {
+            if let name = ProvisionedKey.variablesSet().first {
+                logger.warning("$\(name) is set but --protocol is 1: keys are ignored")
+            }
+            firmware = .v1(
+                Relay(hold: .milliseconds(holdMilliseconds), faults: faults, triggerLog: triggerLog, logger: logger)
+            )
+        }
 
         // Bound first, so that a port in use fails before any broker is bothered; the
         // receive thread starts only once MQTT is up, so that no UDP-triggered status
@@ -37,8 +50,15 @@ extension SimulatorCommand {
             logger.info("udp off (fault udp-off): nothing listens on \(udp)")
         } else {
             do {
-                let transport = try UDPTransport(bindingTo: SocketAddress(endpoint: udp)!, relay: relay, logger: logger)
+                let transport = try UDPTransport(
+                    bindingTo: SocketAddress(endpoint: udp)!,
+                    firmware: firmware,
+                    logger: logger
+                )
                 logger.info("listening on udp \(transport.localAddress)")
+                if case .v2(let device) = firmware {
+                    device.attach { bytes, peer, what in transport.send(bytes, to: peer, what: what) }
+                }
                 udpTransport = transport
             } catch {
                 logger.error("cannot listen on udp \(udp): \(error)")
@@ -48,9 +68,10 @@ extension SimulatorCommand {
 
         var mqttTransport: MQTTTransport?
         if let settings = mqttSettings(faults: faults) {
-            let transport = try startMQTT(settings, relay: relay, logger: logger)
+            let transport = try startMQTT(settings, firmware: firmware, logger: logger)
             mqttTransport = transport
-            if case .signalled(let number) = try awaitSubscription(transport, signals: signals, logger: logger) {
+            let wait = try awaitSubscription(transport, signals: signals, firmware: firmware, logger: logger)
+            if case .signalled(let number) = wait {
                 logger.info("stopping (\(signalName(number))) before ready")
                 transport.stop()
                 return
@@ -60,6 +81,7 @@ extension SimulatorCommand {
         }
 
         do {
+            if case .v2(let device) = firmware { try device.start() }
             try udpTransport?.start()
         } catch {
             logger.error("cannot listen on udp \(udp): \(error)")
@@ -74,16 +96,27 @@ extension SimulatorCommand {
         // stdout is a pipe in tests and scripts, where print() is block-buffered.
         fflush(nil)
 
-        let received = signals.wait()
+        var received = signals.wait()
+        while received == SIGUSR1, case .v2(let device) = firmware {
+            device.reboot(reason: "SIGUSR1")
+            received = signals.wait()
+        }
         logger.info("stopping (\(signalName(received)))")
         udpTransport?.stop()
         mqttTransport?.stop()
-        if relay.isHeld {
+        let held: Bool
+        switch firmware {
+        case .v1(let relay): held = relay.isHeld
+        case .v2(let device):
+            device.stop()
+            held = device.isHeld
+        }
+        if held {
             logger.info("relay was held; its release is not reported")
         }
     }
 
-    private func startMQTT(_ settings: MQTTSettings, relay: Relay, logger: Logger) throws -> MQTTTransport {
+    private func startMQTT(_ settings: MQTTSettings, firmware: Firmware, logger: Logger) throws -> MQTTTransport {
         if settings.password != nil && settings.username == nil {
             logger.warning(
                 "$\(MQTTSettings.passwordVariable) is set but --mqtt-username is not; connecting without credentials"
@@ -95,13 +128,16 @@ extension SimulatorCommand {
         }
         let transport: MQTTTransport
         do {
-            transport = try MQTTTransport(settings: settings, relay: relay, logger: logger)
+            transport = try MQTTTransport(settings: settings, firmware: firmware, logger: logger)
         } catch {
             logger.error("cannot set up the MQTT client for \(settings.broker): \(error)")
             throw ExitCode.failure
         }
         // Registered before connecting, so that no relay change can go unpublished.
-        relay.addObserver(on: .mqtt) { report in transport.publish(report) }
+        switch firmware {
+        case .v1(let relay): relay.addObserver(on: .mqtt) { report in transport.publish(report) }
+        case .v2(let device): device.attach { publication in transport.publish(publication) }
+        }
         let tls = settings.caFile == nil ? "" : " with TLS"
         let user = settings.username.map { " as user \($0)" } ?? ""
         logger.info("connecting to MQTT broker \(settings.broker)\(tls)\(user)")
@@ -133,6 +169,7 @@ extension SimulatorCommand {
     private func awaitSubscription(
         _ transport: MQTTTransport,
         signals: SignalWaiter,
+        firmware: Firmware,
         logger: Logger
     ) throws -> SubscriptionWait {
         let deadline = ContinuousClock.now + Self.mqttStartupLimit
@@ -149,7 +186,8 @@ extension SimulatorCommand {
                     break
                 }
                 if let number = signals.wait(timeout: .milliseconds(20)) {
-                    return .signalled(number)
+                    guard number == SIGUSR1, case .v2(let device) = firmware else { return .signalled(number) }
+                    device.reboot(reason: "SIGUSR1")
                 }
                 continue
             }

@@ -31,10 +31,13 @@ final class TriggerLog: Sendable {
 
     /// Appends `{"via":…,"at":…,"from":…,"payload":…}`; `from` is left out when the transport
     /// has no sender address to give (MQTT), `payload` when the trigger carries none (UDP).
+    /// Under `--protocol 2`, `identity` adds `"protocol":2,"key_id":…,"counter":…` (or
+    /// `"protocol":1` for a v1 trigger), so that a test can check one activation per counter.
     func record(
         via transport: Transport,
         from sender: String?,
         payload: String? = nil,
+        identity: ActivationIdentity? = nil,
         at time: timespec = .now
     ) throws(SystemError) {
         var line = #"{"via":"# + jsonString(transport.rawValue)
@@ -44,6 +47,11 @@ final class TriggerLog: Sendable {
         }
         if let payload {
             line += #","payload":"# + jsonString(payload)
+        }
+        switch identity {
+        case nil: break
+        case .v1: line += #","protocol":1"#
+        case .v2(let keyID, let counter): line += #","protocol":2,"key_id":\#(keyID),"counter":\#(counter)"#
         }
         line += "}\n"
         var bytes = Array(line.utf8)

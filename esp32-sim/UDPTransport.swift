@@ -7,7 +7,9 @@ import Synchronization
 /// sent from the same socket so that they come from the address and port the client
 /// triggered (the client ignores anything else).
 ///
-/// Wire encoding of the relay's reports: activated 0x01, released 0x00, garbage 0x7f.
+/// Protocol 1's wire encoding of the relay's reports: activated 0x01, released 0x00,
+/// garbage 0x7f. Under protocol 2 every datagram goes to the device, which sends its
+/// replies through `send(_:to:what:)`.
 final class UDPTransport: Sendable {
     /// The address actually bound; with port 0 this names the port the kernel chose.
     let localAddress: SocketAddress
@@ -15,11 +17,11 @@ final class UDPTransport: Sendable {
     /// Signalled once to make the receive thread return; a pipe rather than closing the
     /// socket under a thread that may be inside poll(2) on it.
     private let wake: WakeSignal
-    private let relay: Relay
+    private let firmware: Firmware
     private let logger: Logger
     private let thread = Mutex<OSThread.Joinable?>(nil)
 
-    init(bindingTo address: SocketAddress, relay: Relay, logger: Logger) throws(SystemError) {
+    init(bindingTo address: SocketAddress, firmware: Firmware, logger: Logger) throws(SystemError) {
         let (fd, bound) = try bindUDPSocket(to: address)
         do {
             wake = try WakeSignal()
@@ -29,7 +31,7 @@ final class UDPTransport: Sendable {
         }
         self.fd = fd
         self.localAddress = bound
-        self.relay = relay
+        self.firmware = firmware
         self.logger = logger
     }
 
@@ -130,6 +132,15 @@ final class UDPTransport: Sendable {
 
     private func handle(_ datagram: ArraySlice<UInt8>, from peer: SocketAddress) {
         logger.debug("received \(datagram.count) byte(s) from \(peer): \(hex(datagram))")
+        switch firmware {
+        case .v1(let relay):
+            handleV1(datagram, from: peer, relay: relay)
+        case .v2(let device):
+            device.received(.datagram(Array(datagram), from: peer))
+        }
+    }
+
+    private func handleV1(_ datagram: ArraySlice<UInt8>, from peer: SocketAddress, relay: Relay) {
         guard datagram.first == 0x01 else {
             logger.info("ignored datagram from \(peer): \(hex(datagram)) is not a trigger")
             return
@@ -144,13 +155,23 @@ final class UDPTransport: Sendable {
     }
 
     private func send(_ report: Report, to peer: SocketAddress) {
-        var byte = Self.encode(report)
-        let sent = retryingOnInterrupt { peer.withSockaddr { sendto(fd, &byte, 1, Int32(MSG_DONTWAIT), $0, $1) } }
-        if sent == 1 {
-            logger.info("sent \(hex([byte])) (\(report)) to \(peer)")
+        let byte = Self.encode(report)
+        send([byte], to: peer, what: "\(hex([byte])) (\(report))")
+    }
+
+    /// One datagram from the device's socket, never blocking (a full send buffer loses
+    /// it, as a network would); `what` names it in the log line.
+    func send(_ bytes: [UInt8], to peer: SocketAddress, what: String) {
+        let sent = retryingOnInterrupt {
+            peer.withSockaddr { address, length in
+                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT), address, length) }
+            }
+        }
+        if sent == bytes.count {
+            logger.info("sent \(what) to \(peer)")
         } else {
             let failure = SystemError("sendto", code: errno)
-            logger.warning("sending \(hex([byte])) (\(report)) to \(peer) failed: \(failure)")
+            logger.warning("sending \(what) to \(peer) failed: \(failure)")
         }
     }
 }

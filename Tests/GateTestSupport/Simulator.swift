@@ -31,12 +31,22 @@ public final class Simulator {
         }
     }
 
-    /// One line of the trigger log.
+    /// One line of the trigger log. `protocolVersion`, `keyID` and `counter` come with
+    /// `--protocol 2` (the last two for a v2 open only).
     public struct Activation: Decodable, Equatable {
         public let via: String
         public let at: String
         public let from: String?
         public let payload: String?
+        public let protocolVersion: Int?
+        public let keyID: UInt8?
+        public let counter: UInt64?
+
+        enum CodingKeys: String, CodingKey {
+            case via, at, from, payload, counter
+            case protocolVersion = "protocol"
+            case keyID = "key_id"
+        }
     }
 
     public struct Failure: Error, CustomStringConvertible {
