@@ -39,69 +39,6 @@ public enum OSThread {
         return nil
     }
 
-    /// A thread started before its work is known: it runs `warmUp` at once, then the
-    /// one job `run` hands it, or ends when `release` comes first. For work that must
-    /// load a library: glibc starts no thread while a library loads, so the thread that
-    /// loads it is best the one that then uses it.
-    public final class Standby: Sendable {
-        private enum Slot {
-            case waiting
-            case job(@Sendable () -> Void)
-            case released
-        }
-
-        private let slot = Mutex(Slot.waiting)
-        private let wake: WakeSignal
-
-        /// Starts the thread; throws `pipe`'s or `pthread_create`'s error.
-        public init(warmUp: @escaping @Sendable () -> Void) throws(SystemError) {
-            do {
-                wake = try WakeSignal()
-            } catch {
-                throw SystemError("pipe", code: error.code)
-            }
-            if let failure = OSThread.detach({ [self] in
-                warmUp()
-                while true {
-                    let next = slot.withLock { slot -> Slot in
-                        if case .waiting = slot { return .waiting }
-                        defer { slot = .released }
-                        return slot
-                    }
-                    switch next {
-                    case .waiting: _ = wake.wait(until: nil)
-                    case .job(let job): return job()
-                    case .released: return
-                    }
-                }
-            }) {
-                throw SystemError("pthread_create", code: failure)
-            }
-        }
-
-        /// Hands `job` to the thread, to run after its warm-up; false when it already
-        /// has one or was released (the caller then runs it elsewhere).
-        public func run(_ job: @escaping @Sendable () -> Void) -> Bool {
-            let taken = slot.withLock { slot -> Bool in
-                guard case .waiting = slot else { return false }
-                slot = .job(job)
-                return true
-            }
-            if taken { wake.signal() }
-            return taken
-        }
-
-        /// Lets the thread end without a job, if it has none yet.
-        public func release() {
-            let released = slot.withLock { slot -> Bool in
-                guard case .waiting = slot else { return false }
-                slot = .released
-                return true
-            }
-            if released { wake.signal() }
-        }
-    }
-
     /// A thread that someone waits for: the simulator's receive loops, joined on exit.
     public final class Joinable: Sendable {
         private let id: pthread_t

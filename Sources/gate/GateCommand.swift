@@ -2,10 +2,7 @@ import ArgumentParser
 import GateCore
 import GateSystem
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
+@main
 struct GateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gate",
@@ -30,34 +27,4 @@ struct GateCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var globals: GlobalOptions
-
-}
-
-/// The entry point: `gate open` in its common forms skips ArgumentParser (see
-/// `OpenRequest+FastPath`); everything else, help and errors included, goes through it.
-///
-/// Synchronous on purpose. An `async` main hands the main thread to `dispatch_main`,
-/// which ends it with `pthread_exit`: a forced unwind that reads the unwind tables
-/// (about 0.6 MB of the binary brought into memory, and 1.2 ms of every start). Here
-/// the command runs as a task on the global executor (nothing in gate uses the main
-/// actor) and ends the process itself; the main thread only waits.
-@main
-enum GateProgram {
-    static func main() {
-        if let request = OpenRequest(fastArguments: CommandLine.arguments.dropFirst()) {
-            Task.detached {
-                Glibc.exit(await request.perform())
-            }
-        } else {
-            Task.detached {
-                await GateCommand.main(nil)
-                Glibc.exit(ExitStatus.success)
-            }
-        }
-        // pause() returns after each handled signal (the daemon's SIGHUP and SIGTERM
-        // handlers run on any thread that has them unblocked, this one included).
-        while true {
-            pause()
-        }
-    }
 }

@@ -88,9 +88,4 @@ struct OpenCommand: AsyncParsableCommand {
     }
 }
 
-extension AdapterSelection: ExpressibleByArgument {
-    // Spelled out: ArgumentParser's default derives these by reflection, which
-    // showed up in every start's profile.
-    public static var allValueStrings: [String] { allCases.map(\.rawValue) }
-    public var defaultValueDescription: String { rawValue }
-}
+extension AdapterSelection: ExpressibleByArgument {}

@@ -7,8 +7,8 @@ import Plumbing
 import Glibc
 #endif
 
-/// One `gate open`, however its command line was read: by ArgumentParser
-/// (`OpenCommand`), or by the fast path for the common forms (`OpenRequest+FastPath`).
+/// One `gate open` as `OpenCommand` read it: the opening, handed to the daemon or run here,
+/// its display and its exit status.
 struct OpenRequest: Equatable {
     var via: AdapterSelection
     var json: Bool

@@ -25,11 +25,8 @@ final class StateDisplay: Sendable {
     private let line = Mutex(Line())
     /// Stdout's live line, which log lines on the same terminal go around.
     private let live = LiveLine(fd: 1)
-    /// Stops the live line's ticker. A closure rather than the `Task` itself: a stored
-    /// `Task<Void, Never>?` is destroyed through its generic metadata, whose first use
-    /// has the Swift runtime search every conformance record of the binary for
-    /// `Never: Error`, at the end of every `gate open`.
-    private let stopTicker = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Redraws the live line (its elapsed time) until the display finishes.
+    private let ticker = Mutex<Task<Void, Never>?>(nil)
 
     init(mode: Mode) {
         self.mode = mode
@@ -41,12 +38,12 @@ final class StateDisplay: Sendable {
                     self?.redraw()
                 }
             }
-            stopTicker.withLock { $0 = { task.cancel() } }
+            ticker.withLock { $0 = task }
         }
     }
 
     deinit {
-        stopTicker.withLock { $0?() }
+        ticker.withLock { $0?.cancel() }
     }
 
     func show(_ state: GateState, adapter: AdapterKind?) {
@@ -81,7 +78,7 @@ final class StateDisplay: Sendable {
 
     /// Stops the live line so that the result starts on a fresh one.
     func finish() {
-        stopTicker.withLock { $0?() }
+        ticker.withLock { $0?.cancel() }
         line.withLock { line in
             line.finished = true
             live.clear()

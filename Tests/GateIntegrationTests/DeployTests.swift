@@ -272,7 +272,7 @@ struct DeployTests {
             "scripts/package-deb", "scripts/install-test", "scripts/soak", "scripts/fuzz", "scripts/sanitizers",
             "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
             "scripts/bench/remote",
-            "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon",
+            "scripts/chaos", "scripts/test", "scripts/demo", "scripts/soak-daemon",
             "scripts/ha-test",
             "scripts/notify-test", "scripts/firmware-test",
         ]

@@ -91,26 +91,6 @@ wait_for_start() {
 #                              the 600 KB of exported names were read at every
 #                              dlopen (libmosquitto, libssl, libcrypto resolve each
 #                              symbol in the executable first) and kept resident.
-#   -function-sections and --symbol-ordering-file=SCRATCH/symbol-order.txt
-#                              the functions that common runs execute (the list is
-#                              made at build time by scripts/symbol-order SCRATCH,
-#                              under callgrind, from this same build) placed
-#                              together: this kernel maps code in 64 KB fault-around
-#                              windows, so scattered hot code kept whole windows
-#                              resident. Daemon idle RSS 14.2 -> 11.4 MB, gate open
-#                              13.2 -> 10.0 MB. Names the list has but the code no
-#                              longer has are ignored (--no-warn-symbol-ordering).
-#                              GATE_NO_SYMBOL_ORDER=1 builds without the list; so
-#                              does a scratch folder that has none yet.
-#   -disable-concrete-type-metadata-mangled-name-accessors
-#                              code asks for a concrete generic type's metadata
-#                              (`[String: String]`'s storage, a Logging box) through
-#                              its accessor, with the conformances it needs passed
-#                              in, instead of a mangled name that the runtime
-#                              demangles on first use and checks by walking the
-#                              binary's 4,261 conformance records. Every start made
-#                              about twenty such first uses: 0.6 ms of each `gate
-#                              open` over UDP and over MQTT (docs/PERFORMANCE.md).
 # The linker finds libstdc++.a through a one-line linker script named
 # libstdc++.so in a folder searched before the compiler's own.
 set_release_build() {
@@ -122,12 +102,5 @@ set_release_build() {
     printf 'INPUT(%s)\n' "$archive" >"$scratch/static-libstdc++/libstdc++.so"
     RELEASE_BUILD=(swift build -c release --static-swift-stdlib --disable-local-rpath --scratch-path "$scratch"
         -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc "-L$(cd "$scratch" && pwd)/static-libstdc++"
-        -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic
-        -Xswiftc -Xfrontend -Xswiftc -function-sections
-        -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors)
-    local order
-    order="$(cd "$scratch" && pwd)/symbol-order.txt"
-    if [ -z "${GATE_NO_SYMBOL_ORDER:-}" ] && [ -f "$order" ]; then
-        RELEASE_BUILD+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
-    fi
+        -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic)
 }

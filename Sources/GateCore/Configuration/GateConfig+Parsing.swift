@@ -42,35 +42,6 @@ enum ConfigTable: String, CaseIterable {
     static let list = "[udp], [mqtt], [button], [runtime], [homeassistant] or [notify]"
 }
 
-/// A value per table, in an array slot per case rather than a dictionary: the first
-/// dictionary keyed by `ConfigTable` makes the Swift runtime search every protocol
-/// conformance record of the binary for its `Hashable`, and the configuration is
-/// read at the start of every opening.
-struct PerTable<Value> {
-    private var slots = [Value?](repeating: nil, count: ConfigTable.allCases.count)
-
-    private static func slot(_ table: ConfigTable) -> Int {
-        switch table {
-        case .udp: 0
-        case .mqtt: 1
-        case .button: 2
-        case .runtime: 3
-        case .homeassistant: 4
-        case .notify: 5
-        }
-    }
-
-    subscript(table: ConfigTable) -> Value? {
-        get { slots[Self.slot(table)] }
-        set { slots[Self.slot(table)] = newValue }
-    }
-
-    subscript(table: ConfigTable, default defaultValue: @autoclosure () -> Value) -> Value {
-        get { slots[Self.slot(table)] ?? defaultValue() }
-        set { slots[Self.slot(table)] = newValue }
-    }
-}
-
 /// Walks a parsed document once, collecting problems instead of stopping at
 /// the first, and builds the configuration from what is valid.
 struct ConfigValidator {
@@ -78,9 +49,9 @@ struct ConfigValidator {
     let file: String
     private(set) var problems: [ConfigProblem] = []
     /// The values of known keys, by table and key.
-    private(set) var values = PerTable<[String: TOMLDocument.Entry]>()
+    private(set) var values: [ConfigTable: [String: TOMLDocument.Entry]] = [:]
     /// The line of each known table: its header, or the first key put in it.
-    private(set) var tableLines = PerTable<Int>()
+    private(set) var tableLines: [ConfigTable: Int] = [:]
 
     static let passwordAdvice =
         "secrets do not live in files: store the MQTT password with `gate secret set mqtt-password`, "

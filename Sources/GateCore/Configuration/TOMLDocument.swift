@@ -85,11 +85,8 @@ public struct TOMLDocument: Sendable {
         case dotted(line: Int)
     }
 
-    /// Keyed by `definitionKey`, not by the path itself: the first dictionary keyed by
-    /// `[String]` makes the Swift runtime search every protocol conformance record of
-    /// the binary for Array's conditional `Hashable`, and the configuration is read at
-    /// the start of every opening.
-    private var definitions: [String: Definition] = [:]
+    /// What each path (a table or a key) was defined as, for the redefinition rules.
+    private var definitions: [[String]: Definition] = [:]
     private var currentTable: [String] = []
 
     public init(parsing text: String) throws(TOMLSyntaxError) {
@@ -131,7 +128,7 @@ public struct TOMLDocument: Sendable {
     private mutating func defineTable(_ path: [String], line: Int) throws(TOMLSyntaxError) {
         for length in 1..<path.count {
             let prefix = Array(path[..<length])
-            switch definitions[Self.definitionKey(prefix)] {
+            switch definitions[prefix] {
             case .value(let first):
                 throw conflict(
                     prefix,
@@ -141,10 +138,10 @@ public struct TOMLDocument: Sendable {
             case .header, .implicit, .dotted:
                 break
             case nil:
-                definitions[Self.definitionKey(prefix)] = .implicit
+                definitions[prefix] = .implicit
             }
         }
-        switch definitions[Self.definitionKey(path)] {
+        switch definitions[path] {
         case .value(let first):
             throw conflict(path, line: line, "already holds a value (line \(first)), so it cannot also be a table")
         case .header(let first):
@@ -160,7 +157,7 @@ public struct TOMLDocument: Sendable {
                 "the table [\(Self.displayKey(path))] was already created by a dotted key on line \(first)"
             )
         case .implicit, nil:
-            definitions[Self.definitionKey(path)] = .header(line: line)
+            definitions[path] = .header(line: line)
         }
         tables.append(Table(path: path, line: line))
         currentTable = path
@@ -177,7 +174,7 @@ public struct TOMLDocument: Sendable {
         }
         for length in (currentTable.count + 1)..<path.count {
             let prefix = Array(path[..<length])
-            switch definitions[Self.definitionKey(prefix)] {
+            switch definitions[prefix] {
             case .value(let first):
                 throw conflict(
                     path,
@@ -199,10 +196,10 @@ public struct TOMLDocument: Sendable {
             case .dotted:
                 break
             case nil:
-                definitions[Self.definitionKey(prefix)] = .dotted(line: line)
+                definitions[prefix] = .dotted(line: line)
             }
         }
-        switch definitions[Self.definitionKey(path)] {
+        switch definitions[path] {
         case .value(let first):
             throw conflict(path, line: line, "duplicate key (first on line \(first))")
         case .header(let first):
@@ -210,21 +207,9 @@ public struct TOMLDocument: Sendable {
         case .implicit, .dotted:
             throw conflict(path, line: line, "\(Self.displayKey(path)) is already a table")
         case nil:
-            definitions[Self.definitionKey(path)] = .value(line: line)
+            definitions[path] = .value(line: line)
         }
         entries.append(Entry(table: currentTable, key: key, value: value, line: line))
-    }
-
-    /// One string per path that no other path shares: each part after its length in
-    /// UTF-8 bytes (a quoted part may hold any character, `.` and `:` included).
-    private static func definitionKey(_ path: [String]) -> String {
-        var key = ""
-        for part in path {
-            key += String(part.utf8.count)
-            key += ":"
-            key += part
-        }
-        return key
     }
 
     private func conflict(_ path: [String], line: Int, _ message: String) -> TOMLSyntaxError {

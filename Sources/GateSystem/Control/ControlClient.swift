@@ -70,11 +70,7 @@ public enum ControlClient {
         return await handOver(opening, config: config, paths: paths, logger: logger, onStateChange: onStateChange)
     }
 
-    /// Apart from `open`, which returns at once without a socket: the continuation's
-    /// type needs `Never: Error`, which the Swift runtime looks up on first use by
-    /// searching every conformance record of the binary; in `open` that was done at
-    /// the start of every `gate open`, daemon or not.
-    @inline(never)
+    /// The exchange blocks on its socket: it runs on a thread of its own.
     private static func handOver(
         _ opening: ControlOpening,
         config: GateConfig,

@@ -157,11 +157,6 @@ public enum SharedFile {
     }
 
     /// The whole file, if it is at most `limit` bytes.
-    ///
-    /// Throws rather than returning a `Result`: the status file is read before every
-    /// trigger, and destroying a `Result` there had the Swift runtime build its generic
-    /// metadata, searching every conformance record of the binary for the error's
-    /// `Error` conformance.
     public static func read(_ path: String, limit: Int) throws(SharedFileError) -> [UInt8] {
         let fd: Int32
         switch open(path, access: .readOnly) {

@@ -41,21 +41,6 @@ public struct AdapterFactory: Sendable {
         ])
     }
 
-    /// The thread for the exchange of an MQTT attempt that goes first, started by
-    /// the pipeline before the lock (`MQTTAdapter.standbyThread`); nil when MQTT does
-    /// not go first, when adapters are the caller's own, and when a warm link for
-    /// this broker is there (the daemon: the library is loaded, the link publishes).
-    func standby(first: AdapterKind?, config: GateConfig) -> OSThread.Standby? {
-        guard custom == nil, let mqtt = config.mqtt else { return nil }
-        switch first {
-        case .mqtt:
-            if let link = link(), link.config.sameLink(as: mqtt) { return nil }
-            return MQTTAdapter.standbyThread()
-        case .udp, nil:
-            return nil
-        }
-    }
-
     /// The status watch of an opening that has no other (`gate open` outside the
     /// daemon): an MQTT link for the opening's length, subscribed to the status topic,
     /// through which the MQTT attempt also publishes. Nil without `[mqtt]`, when MQTT
@@ -89,7 +74,6 @@ public struct AdapterFactory: Sendable {
         config: GateConfig,
         selection: AdapterSelection,
         logger: Logger,
-        standby: OSThread.Standby? = nil,
         watch: MQTTLink? = nil
     ) -> any GateAdapter {
         if let custom { return custom(kind) }
@@ -114,7 +98,6 @@ public struct AdapterFactory: Sendable {
                 credentials: credentials,
                 logger: logger,
                 tcpFirst: longLived,
-                standby: standby,
                 sessions: sessions
             )
             // A link made for another configuration (a reload is under way) is not used.

@@ -25,8 +25,6 @@ public struct MQTTAdapter: GateAdapter {
     /// minutes) on a broker that drops packets. For the daemon: a `gate open` process
     /// ends with its opening and takes such a thread with it, and spares the round trip.
     let tcpFirst: Bool
-    /// The thread that loaded libmosquitto for this opening: the exchange runs there.
-    let standby: OSThread.Standby?
     /// Where the exchange counts its connection while it is up.
     let sessions: MQTTSessions?
 
@@ -35,24 +33,13 @@ public struct MQTTAdapter: GateAdapter {
         credentials: CredentialLookup,
         logger: Logger,
         tcpFirst: Bool = false,
-        standby: OSThread.Standby? = nil,
         sessions: MQTTSessions? = nil
     ) {
         self.config = config
         self.credentials = credentials
         self.logger = logger
         self.tcpFirst = tcpFirst
-        self.standby = standby
         self.sessions = sessions
-    }
-
-    /// Starts the thread that will run the exchange of an opening whose first adapter
-    /// is MQTT, loading libmosquitto (with libssl and libcrypto) while the lock is taken
-    /// and the status written. The load holds glibc's thread creation: were the
-    /// exchange to start a thread of its own meanwhile, it would wait for the whole
-    /// load before its first step. Loading sends nothing. Nil if no thread can start.
-    static func standbyThread() -> OSThread.Standby? {
-        try? OSThread.Standby { _ = MosquittoLibrary.load() }
     }
 
     public func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
@@ -72,11 +59,11 @@ public struct MQTTAdapter: GateAdapter {
             tcpFirst: tcpFirst,
             sessions: sessions
         )
-        let job: @Sendable () -> Void = {
+        let failure = OSThread.detach {
             exchange.run(wake: wake)
             ticket.finish()
         }
-        if standby?.run(job) != true, let failure = OSThread.detach(job) {
+        if let failure {
             ticket.report(
                 .unreachable("cannot start the MQTT exchange: \(SystemError("pthread_create", code: failure))")
             )

@@ -93,13 +93,8 @@ public struct OpeningPipeline: Sendable {
                 explanation: Withholding.relayActive.description
             )
         }
-        // The plan before the lock: when MQTT goes first, the thread of its exchange
-        // starts now and loads the library while the lock is taken and the status
-        // written; released unused if the opening ends without it.
         let udpLink = udpLink(config: config, selection: request.selection, logger: logger)
         let plan = AdapterPlan.make(config: config, selection: request.selection, udpLink: udpLink)
-        let standby = adapters.standby(first: plan.adapters.first?.kind, config: config)
-        defer { standby?.release() }
         // Evidence on every path: without a watch of the caller's (the daemon's link), the
         // opening makes its own on the status topic, for all of its attempts.
         let watch = statusFeed == nil ? adapters.watch(config: config, plan: plan, logger: logger) : nil
@@ -140,7 +135,6 @@ public struct OpeningPipeline: Sendable {
             udpLink: udpLink,
             feed: statusFeed ?? watch,
             watch: watch,
-            standby: standby,
             recorder: recorder,
             logger: logger,
             onStateChange: onStateChange,
@@ -158,7 +152,6 @@ public struct OpeningPipeline: Sendable {
         udpLink: LinkVerdict?,
         feed: (any StatusFeed)?,
         watch: MQTTLink?,
-        standby: OSThread.Standby?,
         recorder: OpeningRecorder,
         logger: Logger,
         onStateChange: (GateState, AdapterKind?) -> Void,
@@ -227,7 +220,6 @@ public struct OpeningPipeline: Sendable {
                         config: config,
                         selection: selection,
                         logger: logger,
-                        standby: standby,
                         watch: watch
                     ).attempt(ticket)
                     onAttempt(kind)

@@ -81,10 +81,7 @@ public final class OpeningRecorder: Sendable {
     /// Takes the lock and checks the cooldown (unless `force`; the lock is never skipped).
     /// `requester`: the uid of the process that asked, when not this one's (a control
     /// socket client), for the history.
-    ///
-    /// Throws rather than returning a `Result`: this runs before every trigger, and
-    /// destroying a `Result` there had the Swift runtime build its generic metadata,
-    /// searching every conformance record of the binary for `Refusal`'s `Error`.
+
     public static func begin(
         paths: RuntimePaths,
         source: String,
