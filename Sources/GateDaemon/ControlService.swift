@@ -7,7 +7,7 @@ import ServiceLifecycle
 import Glibc
 #endif
 
-/// The control socket (SPEC §10): `gate open` hands its opening to the daemon,
+/// The control socket (docs/CONTRACT.md#the-control-socket): `gate open` hands its opening to the daemon,
 /// which runs it through the one pipeline (lock, cooldown, warm link) and streams
 /// its states and result back; `gate doctor` asks who serves the runtime folder.
 ///

@@ -3,7 +3,7 @@ import Testing
 
 private func line(_ value: JSONValue) -> [UInt8] { Array(value.serialized().utf8) }
 
-@Suite("The control socket's messages (SPEC §10)")
+@Suite("The control socket's messages (docs/CONTRACT.md#the-control-socket)")
 struct ControlMessageTests {
     @Test("An open request reads back as written, its send time included; who too")
     func requestRoundTrip() {

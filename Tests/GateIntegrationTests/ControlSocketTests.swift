@@ -77,7 +77,7 @@ private func startListener(_ command: [String], logFile: String) throws -> Mosqu
 }
 
 extension DaemonTests {
-    /// `gate open` hands its opening to the daemon on `control.sock` (SPEC §10).
+    /// `gate open` hands its opening to the daemon on `control.sock` (docs/CONTRACT.md#the-control-socket).
     @Suite("The control socket")
     struct ControlSocket {
         @Test(

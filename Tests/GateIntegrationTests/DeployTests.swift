@@ -274,7 +274,7 @@ struct DeployTests {
             "scripts/bench/remote",
             "scripts/chaos", "scripts/test", "scripts/demo", "scripts/soak-daemon",
             "scripts/ha-test",
-            "scripts/notify-test", "scripts/firmware-test",
+            "scripts/notify-test", "scripts/firmware-test", "scripts/check-docs",
         ]
         .map { root.appendingPathComponent($0).path }
         .filter { FileManager.default.fileExists(atPath: $0) }

@@ -3,7 +3,7 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case config
     case runtime
     case state
-    /// Which daemon serves the runtime folder's control socket (SPEC §10).
+    /// Which daemon serves the runtime folder's control socket (docs/CONTRACT.md#the-control-socket).
     case daemon
     case udp
     /// The ESP32 answers an ICMP echo, or its address is in the neighbour table.
@@ -13,7 +13,7 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case mqttConnect = "mqtt-connect"
     case gpio
     case homeassistant
-    /// The desktop notification server on the session bus, for `[notify]` (SPEC §10).
+    /// The desktop notification server on the session bus, for `[notify]` (docs/CONTRACT.md#desktop).
     case notify
 }
 

@@ -1,5 +1,5 @@
 extension DoctorVerdict {
-    /// Which daemon serves this account's runtime folder (SPEC §10): the system
+    /// Which daemon serves this account's runtime folder (docs/CONTRACT.md#the-control-socket): the system
     /// service (root, the folder's owner or the service's user), this account's own (the user unit), or
     /// none, in which case every opening connects by itself. `configPath` is the file
     /// this account's openings read: a daemon reading another one declines them.

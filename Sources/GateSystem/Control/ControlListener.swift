@@ -53,7 +53,7 @@ public final class ControlConnection: Sendable {
 /// §10). One thread accepts connections and reads each one's request line, bounded
 /// in length and time; each request is handed over as a `ControlConnection`.
 ///
-/// The runtime folder is shared with group `gate` (SPEC §6): the socket replaces only
+/// The runtime folder is shared with group `gate` (docs/CONTRACT.md#shared-folders): the socket replaces only
 /// a socket nobody answers on, never a link or a file, and never another daemon's.
 public final class ControlListener: Sendable {
     public enum Setup: Sendable {

@@ -14,7 +14,7 @@ public struct RuntimePaths: Sendable, Hashable {
 
     public var lockFile: String { runtimeDirectory + "/lock" }
     public var statusFile: String { runtimeDirectory + "/status.json" }
-    /// The daemon's control socket (SPEC §10): openings handed to its warm link.
+    /// The daemon's control socket (docs/CONTRACT.md#the-control-socket): openings handed to its warm link.
     public var controlSocket: String { runtimeDirectory + "/control.sock" }
     public var historyFile: String { stateDirectory + "/history.jsonl" }
 
