@@ -114,11 +114,14 @@ let package = Package(
             ],
             path: "Tests/GateTestSupport"
         ),
+        // A process that draws protocol v2's counters as an opening does, for CounterStoreTests'
+        // restarts and crashes. Built for the tests only; not a product.
+        .executableTarget(name: "gate-counter-probe", dependencies: ["GateSystem"], path: "Tests/CounterProbe"),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
         .testTarget(
             name: "GateSystemTests",
             dependencies: [
-                "GateSystem", "GateCore", "GateV2", "Mosquitto", "Plumbing", "GateTestSupport",
+                "GateSystem", "GateCore", "GateV2", "Mosquitto", "Plumbing", "GateTestSupport", "gate-counter-probe",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -49,7 +49,10 @@ struct KeyNewCommand: ParsableCommand {
         do {
             try store.store(secret, account: Self.credential.rawValue, label: Self.credential.label)
         } catch {
-            throw fail("\(Self.credential.title) was not stored, and is not shown: \(error)", status: ExitStatus.configuration)
+            throw fail(
+                "\(Self.credential.title) was not stored, and is not shown: \(error)",
+                status: ExitStatus.configuration
+            )
         }
         logger.info("key stored", metadata: ["account": "\(Self.credential.rawValue)"])
         // Printed once, and only once it is stored: a key the appliance does not hold
