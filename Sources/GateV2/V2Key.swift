@@ -107,3 +107,13 @@ final class DirectionKeys: Sendable {
         storage.deallocate()
     }
 }
+
+extension V2Key {
+    /// The epoch in a message on `topic`: only this key's announcement topic
+    /// (`<status>/v2/epoch/<id>`) with a genuine announcement counts; any other topic or
+    /// payload is nil, to be ignored.
+    public func epoch(fromAnnouncementOn topic: String, payload: [UInt8], topics: V2Topics) -> UInt32? {
+        guard topics.keyID(ofEpochTopic: topic) == id else { return nil }
+        return epoch(fromAnnouncement: payload)
+    }
+}
