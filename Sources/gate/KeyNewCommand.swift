@@ -25,7 +25,8 @@ struct KeyNewCommand: ParsableCommand {
             instead.
 
             Exit codes: 0 stored and printed; 64 bad command line; 73 a key is already \
-            stored (nothing replaced, nothing printed); 78 the Secret Service cannot be used \
+            stored (nothing replaced, nothing printed); 74 stored but standard output could \
+            not be written (run it again with --force); 78 the Secret Service cannot be used \
             (nothing printed).
             """
     )
