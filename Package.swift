@@ -20,6 +20,9 @@ let package = Package(
         // vectors/ is its test vectors file, read by the C tests (firmware/test), the
         // Swift tests and the simulator: data, not sources.
         .target(name: "CGateProtocol", exclude: ["vectors"]),
+        // gate's side of protocol v2 over the C core: keys, frames, the check of replies and
+        // of the retained epoch announcement. The only target of gate that imports CGateProtocol.
+        .target(name: "GateV2", dependencies: ["CGateProtocol", "GateCore"]),
         // libmosquitto's header (Debian: libmosquitto-dev). Not linked: loaded with
         // dlopen on first use (see shim.h), so no pkgConfig here, which would add -lmosquitto.
         .systemLibrary(
@@ -53,6 +56,7 @@ let package = Package(
             name: "GateSystem",
             dependencies: [
                 "GateCore",
+                "GateV2",
                 "Mosquitto",
                 "Plumbing",
                 "CLibSecret",
@@ -78,6 +82,7 @@ let package = Package(
             name: "gate",
             dependencies: [
                 "GateCore",
+                "GateV2",
                 "GateSystem",
                 "Plumbing",
                 "GateDaemon",
@@ -109,18 +114,21 @@ let package = Package(
             ],
             path: "Tests/GateTestSupport"
         ),
+        // A process that draws protocol v2's counters as an opening does, for CounterStoreTests'
+        // restarts and crashes. Built for the tests only; not a product.
+        .executableTarget(name: "gate-counter-probe", dependencies: ["GateSystem"], path: "Tests/CounterProbe"),
         .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
         .testTarget(
             name: "GateSystemTests",
             dependencies: [
-                "GateSystem", "GateCore", "Mosquitto", "Plumbing", "GateTestSupport",
+                "GateSystem", "GateCore", "GateV2", "Mosquitto", "Plumbing", "GateTestSupport", "gate-counter-probe",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",
-            dependencies: ["GateCore", "GateSystem", "gate", "esp32-sim", "GateTestSupport"]
+            dependencies: ["GateCore", "GateV2", "GateSystem", "gate", "esp32-sim", "GateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

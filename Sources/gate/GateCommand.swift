@@ -22,7 +22,7 @@ struct GateCommand: AsyncParsableCommand {
         version: GateVersion.current,
         subcommands: [
             OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self,
-            DaemonCommand.self, DoctorCommand.self, HomeAssistantCommand.self,
+            KeyCommand.self, DaemonCommand.self, DoctorCommand.self, HomeAssistantCommand.self,
         ]
     )
 

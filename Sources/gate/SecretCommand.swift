@@ -5,14 +5,15 @@ import GateSystem
 struct SecretCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "secret",
-        abstract: "Store, delete or check the MQTT password in the Secret Service.",
+        abstract: "Store, delete or check the MQTT password (or check the ESP32 key) in the Secret Service.",
         discussion: """
             The MQTT password never lives in the configuration. gate looks it up in this \
             order, the first found wins: the systemd credential mqtt-password \
             ($CREDENTIALS_DIRECTORY/mqtt-password, for the system service), then the Secret \
             Service of the desktop session (libsecret: gnome-keyring, KeePassXC…), under \
             the schema org.gate.Credentials with the attributes service=gate and \
-            account=mqtt-password.
+            account=mqtt-password. The ESP32 key of protocol v2 (esp32-key) is found the same \
+            way; `gate key new` makes it, and `status` and `delete` take it too.
 
             Exit codes: 0 done; 64 bad command line or unusable input; 78 nothing can be \
             stored or found (the reason and what to do are printed).
@@ -21,29 +22,31 @@ struct SecretCommand: ParsableCommand {
     )
 }
 
-/// The secrets gate knows. Only one today.
+/// The secrets gate knows (`CredentialName`): the MQTT password, and protocol v2's key
+/// (made by `gate key new`, which `set` leaves to it).
 enum SecretAccount: String, CaseIterable, ExpressibleByArgument {
     case mqttPassword = "mqtt-password"
+    case esp32Key = "esp32-key"
 
-    /// For messages: "the MQTT password".
-    var title: String {
+    var credential: CredentialName {
         switch self {
-        case .mqttPassword: "the MQTT password"
+        case .mqttPassword: .mqttPassword
+        case .esp32Key: .esp32Key
         }
     }
+
+    /// For messages: "the MQTT password".
+    var title: String { credential.title }
 
     /// What the terminal prompt asks for.
     var prompt: String {
         switch self {
         case .mqttPassword: "MQTT password: "
+        case .esp32Key: "ESP32 key: "
         }
     }
 
-    var label: String {
-        switch self {
-        case .mqttPassword: SecretServiceStore.mqttPasswordLabel
-        }
-    }
+    var label: String { credential.label }
 }
 
 /// Output and exits shared by the `secret` subcommands.

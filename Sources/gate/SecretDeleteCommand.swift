@@ -15,7 +15,7 @@ struct SecretDeleteCommand: ParsableCommand {
 
     @OptionGroup var globals: GlobalOptions
 
-    @Argument(help: ArgumentHelp("Which secret: mqtt-password.", valueName: "name"))
+    @Argument(help: ArgumentHelp("Which secret: mqtt-password or esp32-key.", valueName: "name"))
     var account: SecretAccount
 
     func run() throws {

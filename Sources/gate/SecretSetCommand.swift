@@ -27,11 +27,18 @@ struct SecretSetCommand: ParsableCommand {
 
     @OptionGroup var globals: GlobalOptions
 
-    @Argument(help: ArgumentHelp("Which secret: mqtt-password.", valueName: "name"))
+    @Argument(help: ArgumentHelp("Which secret: mqtt-password or esp32-key.", valueName: "name"))
     var account: SecretAccount
 
     func run() throws {
         let logger = globals.makeLogger()
+        if account == .esp32Key {
+            throw SecretReport.fail(
+                "set",
+                "the ESP32 key is drawn, stored and printed by `gate key new` (a typed key is too easily a weak one)",
+                status: ExitStatus.usage
+            )
+        }
         // Reach the Secret Service first: nobody should type a password that cannot be stored.
         let store = try SecretReport.openStore("set")
         let secret: Secret

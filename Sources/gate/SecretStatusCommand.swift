@@ -5,7 +5,7 @@ import GateSystem
 struct SecretStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Say where the MQTT password would come from, and whether it is there.",
+        abstract: "Say where the MQTT password (or the ESP32 key) would come from, and whether it is there.",
         discussion: """
             Each source is asked in the order an opening asks them (systemd credential, then \
             the Secret Service); the password itself is never shown. Exit 0 when a usable \
@@ -15,7 +15,7 @@ struct SecretStatusCommand: ParsableCommand {
 
     @OptionGroup var globals: GlobalOptions
 
-    @Argument(help: ArgumentHelp("Which secret: mqtt-password.", valueName: "name"))
+    @Argument(help: ArgumentHelp("Which secret: mqtt-password or esp32-key.", valueName: "name"))
     var account: SecretAccount
 
     func run() throws {
@@ -55,7 +55,7 @@ struct SecretStatusCommand: ParsableCommand {
             if verdict == nil {
                 Terminal.printError(
                     "gate secret status: no \(account.rawValue) found; store one with "
-                        + "`gate secret set \(account.rawValue)` (desktop session, Secret Service), or, for the system "
+                        + "`\(account.credential.storeCommand)` (desktop session, Secret Service), or, for the system "
                         + "service, provide the systemd credential `\(account.rawValue)` (LoadCredentialEncrypted=\(account.rawValue))"
                 )
             }

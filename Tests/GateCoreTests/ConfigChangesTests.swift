@@ -35,6 +35,8 @@ private let singleKeyEdits: [(key: String, edit: @Sendable (inout GateConfig) ->
     ("mqtt.trigger_topic", { $0.mqtt?.triggerTopic = "iot/trigger2" }),
     ("mqtt.status_topic", { $0.mqtt?.statusTopic = "iot/status2" }),
     ("mqtt.timeout", { $0.mqtt?.timeout = 4.0 }),
+    ("esp32.protocol", { $0.esp32.protocolVersion = .v2 }),
+    ("esp32.key_id", { $0.esp32.keyID = 3 }),
     ("button.chip", { $0.button?.chip = "gpiochip1" }),
     ("button.line", { $0.button?.line = 27 }),
     ("button.active_low", { $0.button?.activeLow = false }),

@@ -134,7 +134,7 @@ struct DoctorESP32Tests {
                 + "\(config.path); `ip neigh show dev dg0` lists who answered on that network recently)",
             "\(fix)"
         )
-        #expect(run.stdout.hasSuffix("1 of 12 checks failed (5 ok, 6 skipped)\n"), "\(run.stdout)")
+        #expect(run.stdout.hasSuffix("1 of 13 checks failed (5 ok, 7 skipped)\n"), "\(run.stdout)")
         let json = try DoctorOutcome(try network.doctor(host: "10.231.7.9", json: true).0)
         #expect(json.run.status == 69 && json["esp32"].status == "fail", "\(json.run.summary)")
         #expect(json["esp32"].fix?.hasPrefix("is the ESP32 powered and on the network? is udp.host right?") == true)

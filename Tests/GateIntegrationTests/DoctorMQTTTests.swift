@@ -57,6 +57,7 @@ struct DoctorMQTTTests {
         #expect(
             doctor.statuses == [
                 "config": "ok", "runtime": "ok", "state": "ok", "daemon": "ok", "udp": "ok", "esp32": "skip",
+                "v2": "skip",
                 "mqtt-password": "ok", "mqtt-tcp": "ok", "mqtt-connect": "ok", "gpio": "skip", "homeassistant": "skip",
                 "notify": "skip",
             ],

@@ -8,7 +8,7 @@ import Glibc
 
 /// Every check `gate doctor` prints, in order.
 let doctorChecks = [
-    "config", "runtime", "state", "daemon", "udp", "esp32", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio",
+    "config", "runtime", "state", "daemon", "udp", "esp32", "v2", "mqtt-password", "mqtt-tcp", "mqtt-connect", "gpio",
     "homeassistant",
     "notify",
 ]
@@ -180,7 +180,7 @@ struct DoctorTests {
         let failure = try #require(lines.firstIndex { $0.hasPrefix("FAIL  udp ") })
         #expect(lines[failure + 1].trimmingCharacters(in: .whitespaces).hasPrefix("fix: "))
         #expect(lines[failure + 1].hasPrefix("      "))
-        #expect(lines.last?.hasPrefix("1 of 12 checks failed") == true, "\(run.stdout)")
+        #expect(lines.last?.hasPrefix("1 of 13 checks failed") == true, "\(run.stdout)")
     }
 
     @Test("No runtime folder can be chosen: runtime FAIL with the deploy-files hint, the state folder still checked")

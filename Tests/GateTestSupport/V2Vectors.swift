@@ -34,13 +34,21 @@ public struct V2Vectors: Sendable {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources/CGateProtocol/vectors/v2-vectors.txt").path
 
+    /// `key-text TEXT KEY|-`: a credential's bytes, and the key they read as (nil: refused).
+    public struct KeyText: Sendable {
+        public let text: [UInt8]
+        public let key: String?
+    }
+
     public let materials: [String: Material]
     public let frames: [Frame]
+    public let keyTexts: [KeyText]
 
     public init(path: String = V2Vectors.path) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         var materials: [String: Material] = [:]
         var frames: [Frame] = []
+        var keyTexts: [KeyText] = []
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             let fields = line.split(separator: " ").map(String.init)
             switch fields.first {
@@ -49,6 +57,11 @@ public struct V2Vectors: Sendable {
                 materials[fields[1]] = Material(name: fields[1], key: fields[2], c2d: fields[3], d2c: fields[4])
             case "frame":
                 frames.append(try Self.frame(fields, line: String(line)))
+            case "key-text":
+                guard fields.count == 3, let text = fields[1] == "-" ? [] : bytesFromHex(fields[1]) else {
+                    throw Failure(description: "bad key-text line: \(line)")
+                }
+                keyTexts.append(KeyText(text: text, key: fields[2] == "-" ? nil : fields[2]))
             default:
                 continue
             }
@@ -58,6 +71,7 @@ public struct V2Vectors: Sendable {
         }
         self.materials = materials
         self.frames = frames
+        self.keyTexts = keyTexts
     }
 
     /// `frame NAME material=M dir=c2d|d2c ver=V type=TT key=ID gate=G epoch=EEEEEEEE counter=N hex=…`

@@ -29,7 +29,7 @@ public struct ConfigChange: Sendable, Hashable, CustomStringConvertible {
 
 extension GateConfig {
     /// Every key whose value differs from `old`, in the order of the file
-    /// (docs/CONTRACT.md#configuration): tables udp, mqtt, button, runtime, and their keys as written
+    /// (docs/CONTRACT.md#configuration): tables udp, mqtt, esp32, button, runtime, and their keys as written
     /// there. A table that only one side has is a single change for the table,
     /// since listing each of its keys would tell nothing more.
     ///
@@ -54,6 +54,12 @@ extension GateConfig {
                     ("trigger_topic", old.triggerTopic != new.triggerTopic),
                     ("status_topic", old.statusTopic != new.statusTopic),
                     ("timeout", old.timeout != new.timeout),
+                ]
+            }
+            + Self.changes(in: "esp32", old: old.esp32, new: esp32) { old, new in
+                [
+                    ("protocol", old.protocolVersion != new.protocolVersion),
+                    ("key_id", old.keyID != new.keyID),
                 ]
             }
             + Self.changes(in: "button", old: old.button, new: button) { old, new in

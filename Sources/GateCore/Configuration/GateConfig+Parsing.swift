@@ -22,7 +22,7 @@ extension GateConfig {
 
 /// The tables of docs/CONTRACT.md#configuration and the keys each allows.
 enum ConfigTable: String, CaseIterable {
-    case udp, mqtt, button, runtime, homeassistant, notify
+    case udp, mqtt, esp32, button, runtime, homeassistant, notify
 
     var keys: [String] {
         switch self {
@@ -32,6 +32,7 @@ enum ConfigTable: String, CaseIterable {
                 "host", "port", "tls", "ca_file", "username", "client_id_prefix", "trigger_topic", "status_topic",
                 "timeout",
             ]
+        case .esp32: ["protocol", "key_id"]
         case .button: ["chip", "line", "active_low", "debounce_ms"]
         case .runtime: ["reset_delay", "cooldown"]
         case .homeassistant: ["discovery_prefix", "node_id", "name"]
@@ -39,7 +40,7 @@ enum ConfigTable: String, CaseIterable {
         }
     }
 
-    static let list = "[udp], [mqtt], [button], [runtime], [homeassistant] or [notify]"
+    static let list = "[udp], [mqtt], [esp32], [button], [runtime], [homeassistant] or [notify]"
 }
 
 /// Walks a parsed document once, collecting problems instead of stopping at
@@ -56,6 +57,11 @@ struct ConfigValidator {
     static let passwordAdvice =
         "secrets do not live in files: store the MQTT password with `gate secret set mqtt-password`, "
         + "or give the service the systemd credential `mqtt-password` (read from $CREDENTIALS_DIRECTORY); then remove this key"
+
+    static let esp32KeyAdvice =
+        "the ESP32's key does not live in files: `gate key new` draws one and stores it as the credential "
+        + "`esp32-key` (Secret Service), or give the service the systemd credential `esp32-key` "
+        + "(read from $CREDENTIALS_DIRECTORY); then remove this key"
 
     init(document: TOMLDocument, file: String) {
         self.document = document
@@ -112,6 +118,7 @@ struct ConfigValidator {
             _ = buttonConfig()
             _ = homeAssistantConfig()
             _ = notifyConfig()
+            _ = esp32Config()
             return nil
         }
         let udp = udpConfig()
@@ -120,11 +127,13 @@ struct ConfigValidator {
         let runtime = runtimeConfig()
         let homeAssistant = homeAssistantConfig()
         let notify = notifyConfig()
+        let esp32 = esp32Config()
         if tableLines[.udp] != nil, udp == nil { return nil }
         if tableLines[.mqtt] != nil, mqtt == nil { return nil }
         if tableLines[.button] != nil, button == nil { return nil }
         if tableLines[.homeassistant] != nil, homeAssistant == nil { return nil }
         if tableLines[.notify] != nil, notify == nil { return nil }
+        guard let esp32 else { return nil }
         if let mqtt, let homeAssistant { checkTopicsDisjoint(mqtt: mqtt, homeAssistant: homeAssistant) }
         return GateConfig(
             udp: udp,
@@ -132,7 +141,8 @@ struct ConfigValidator {
             button: button,
             runtime: runtime,
             homeAssistant: homeAssistant,
-            notify: notify
+            notify: notify,
+            esp32: esp32
         )
     }
 
@@ -201,6 +211,7 @@ struct ConfigValidator {
         guard path.count == 2 else {
             return "unknown key; the keys of [\(table.rawValue)] hold plain values, not tables"
         }
+        if table == .esp32, path[1] == "key" { return Self.esp32KeyAdvice }
         if let guess = Self.suggestion(for: path[1], among: table.keys) {
             return "unknown key in [\(table.rawValue)]; did you mean `\(guess)`?"
         }

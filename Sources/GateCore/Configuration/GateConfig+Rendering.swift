@@ -33,6 +33,7 @@ extension GateConfig {
                 "timeout = \(Self.float(mqtt.timeout))",
             ]
         }
+        lines += esp32Lines
         if let button {
             lines += [
                 "",
@@ -67,6 +68,17 @@ extension GateConfig {
             ]
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `[esp32]`, always written out: which protocol is spoken is never a surprise.
+    private var esp32Lines: [String] {
+        var lines = ["", "[esp32]"]
+        if esp32.protocolVersion == .v2 {
+            lines.append(
+                "# the key is never stored in this file: it comes from $CREDENTIALS_DIRECTORY/esp32-key or the Secret Service"
+            )
+        }
+        return lines + ["protocol = \(esp32.protocolVersion.rawValue)", "key_id = \(esp32.keyID)"]
     }
 
     /// Swift prints the shortest text that reads back as the same double

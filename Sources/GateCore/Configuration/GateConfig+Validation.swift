@@ -191,6 +191,18 @@ extension ConfigValidator {
         )
     }
 
+    /// `[esp32]` (docs/CONTRACT.md#configuration): v1 unless the table says 2. Nil when a
+    /// value was refused (already reported).
+    mutating func esp32Config() -> ESP32Config? {
+        let version = integer(.esp32, "protocol", in: 1...2, unit: ": 1 is the plain 0x01, 2 signed frames")
+        let keyID = integer(.esp32, "key_id", in: 1...255)
+        guard !version.isInvalid, !keyID.isInvalid else { return nil }
+        return ESP32Config(
+            protocolVersion: version.value == 2 ? .v2 : .v1,
+            keyID: keyID.value.map { UInt8($0) } ?? ESP32Config.defaultKeyID
+        )
+    }
+
     // MARK: Keys with their own rules
 
     private mutating func host(in table: ConfigTable, what: String) -> String? {

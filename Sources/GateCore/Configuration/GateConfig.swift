@@ -12,6 +12,8 @@ public struct GateConfig: Sendable, Equatable {
     public var homeAssistant: HomeAssistantConfig?
     /// docs/CONTRACT.md#desktop: desktop notifications, read by `gate daemon`; absent means off.
     public var notify: NotifyConfig?
+    /// The protocol spoken with the ESP32 (`[esp32]`); v1 without the table.
+    public var esp32: ESP32Config
 
     public init(
         udp: UDPConfig? = nil,
@@ -19,7 +21,8 @@ public struct GateConfig: Sendable, Equatable {
         button: ButtonConfig? = nil,
         runtime: RuntimeConfig = RuntimeConfig(),
         homeAssistant: HomeAssistantConfig? = nil,
-        notify: NotifyConfig? = nil
+        notify: NotifyConfig? = nil,
+        esp32: ESP32Config = ESP32Config()
     ) {
         self.udp = udp
         self.mqtt = mqtt
@@ -27,6 +30,29 @@ public struct GateConfig: Sendable, Equatable {
         self.runtime = runtime
         self.homeAssistant = homeAssistant
         self.notify = notify
+        self.esp32 = esp32
+    }
+}
+
+/// The protocol gate speaks with the ESP32 (docs/CONTRACT.md#configuration, PROTOCOL-V2.md).
+/// v2's key is a credential (`esp32-key`), never a key of this table.
+public struct ESP32Config: Sendable, Equatable {
+    public enum ProtocolVersion: Int, Sendable, Equatable {
+        /// The plain `0x01` and `1`/`0`: anyone on the LAN or the broker can open.
+        case v1 = 1
+        /// Signed 32-byte frames with a counter and the ESP32's epoch.
+        case v2 = 2
+    }
+
+    public static let defaultKeyID: UInt8 = 1
+
+    public var protocolVersion: ProtocolVersion
+    /// Which of the ESP32's provisioned keys signs this client's frames (1–255).
+    public var keyID: UInt8
+
+    public init(protocolVersion: ProtocolVersion = .v1, keyID: UInt8 = ESP32Config.defaultKeyID) {
+        self.protocolVersion = protocolVersion
+        self.keyID = keyID
     }
 }
 

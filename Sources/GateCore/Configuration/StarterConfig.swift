@@ -82,6 +82,13 @@ public enum StarterConfig {
 
     static let rest = [
         "",
+        "# The ESP32's protocol: 1, the plain trigger that anyone on the network can send, or",
+        "# 2, signed frames (the reference firmware with a key). Under 2 the key never lives",
+        "# here: `gate key new` stores it (credential esp32-key) and prints it for the firmware.",
+        "#[esp32]",
+        "#protocol = 1",
+        "#key_id = 1",
+        "",
         "# Only `gate daemon` reads [button]: a push button on a GPIO line. `gpiodetect` lists",
         "# the chips; the line is the GPIO number, not the header pin (GPIO 17 is pin 11).",
         "#[button]",

@@ -8,6 +8,8 @@ public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case udp
     /// The ESP32 answers an ICMP echo, or its address is in the neighbour table.
     case esp32
+    /// Under `[esp32] protocol = 2`: the ESP32 answers a signed status query (never an open).
+    case v2
     case mqttPassword = "mqtt-password"
     case mqttTCP = "mqtt-tcp"
     case mqttConnect = "mqtt-connect"
@@ -31,6 +33,8 @@ public struct DoctorFinding: Sendable, Hashable {
 
     public enum Status: Sendable, Hashable {
         case ok
+        /// Works, with something to change soon (a v2 ESP32 that still accepts v1); fails nothing.
+        case warn
         /// Not applicable here, or not checkable because an earlier check failed.
         case skip
         /// `fix` is the concrete command or file to change.
@@ -52,6 +56,10 @@ public struct DoctorFinding: Sendable, Hashable {
         DoctorFinding(check, .ok, detail)
     }
 
+    public static func warn(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
+        DoctorFinding(check, .warn, detail)
+    }
+
     public static func skip(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
         DoctorFinding(check, .skip, detail)
     }
@@ -63,6 +71,7 @@ public struct DoctorFinding: Sendable, Hashable {
     public var statusWord: String {
         switch status {
         case .ok: "ok"
+        case .warn: "warn"
         case .skip: "skip"
         case .fail: "fail"
         }
@@ -70,7 +79,7 @@ public struct DoctorFinding: Sendable, Hashable {
 
     public var fix: String? {
         switch status {
-        case .ok, .skip: nil
+        case .ok, .warn, .skip: nil
         case .fail(_, let fix): fix
         }
     }
@@ -93,7 +102,7 @@ public struct DoctorReport: Sendable, Hashable {
         var status = ExitStatus.success
         for finding in findings {
             switch finding.status {
-            case .ok, .skip:
+            case .ok, .warn, .skip:
                 continue
             case .fail(.unavailable, _):
                 return ExitStatus.unavailable
@@ -127,6 +136,7 @@ public struct DoctorReport: Sendable, Hashable {
             let word: String
             switch finding.status {
             case .ok: word = "ok  "
+            case .warn: word = "WARN"
             case .skip: word = "skip"
             case .fail: word = "FAIL"
             }
@@ -143,9 +153,11 @@ public struct DoctorReport: Sendable, Hashable {
         }
         let failed = findings.filter(\.failed).count
         let skipped = findings.filter { $0.status == .skip }.count
-        let passed = findings.count - failed - skipped
+        let warned = findings.filter { $0.status == .warn }.count
+        let passed = findings.count - failed - skipped - warned
         let verdict = failed == 0 ? "no check failed" : "\(failed) of \(findings.count) checks failed"
-        lines.append("\(verdict) (\(passed) ok, \(skipped) skipped)")
+        let warnings = warned == 0 ? "" : ", \(warned) warning\(warned == 1 ? "" : "s")"
+        lines.append("\(verdict) (\(passed) ok\(warnings), \(skipped) skipped)")
         return lines.joined(separator: "\n")
     }
 }

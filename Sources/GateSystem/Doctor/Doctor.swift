@@ -32,7 +32,7 @@ public enum Doctor {
         guard let (config, file) = loaded else {
             let why = "not checked: no valid configuration"
             for check in [
-                DoctorCheck.udp, .esp32, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify,
+                DoctorCheck.udp, .esp32, .v2, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify,
             ] {
                 findings.append(.skip(check, why))
             }
@@ -48,6 +48,7 @@ public enum Doctor {
             findings.append(.skip(.udp, "no [udp] table: openings use MQTT only"))
             findings.append(.skip(.esp32, "no [udp] table: the ESP32's address is not known here"))
         }
+        findings.append(v2(config, file: file, environment: environment, logger: logger))
 
         let (mqttFindings, homeAssistant) = mqtt(
             config.mqtt,

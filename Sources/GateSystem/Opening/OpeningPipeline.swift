@@ -65,6 +65,9 @@ public struct OpeningPipeline: Sendable {
         self.logger = logger
     }
 
+    static let protocolTwoNotYet =
+        "this gate does not open with protocol 2 yet (only gate doctor and gate key speak it): set [esp32] protocol = 1 to open; nothing was sent"
+
     /// How long after an attempt's deadline the pipeline asks it to drain and finish,
     /// and then how long it waits for that before deciding without it. Adapters
     /// report their own deadline (with better words); this is the net for one stuck
@@ -83,6 +86,18 @@ public struct OpeningPipeline: Sendable {
     ) async -> OpeningResult {
         var logger = self.logger
         logger[metadataKey: "source"] = "\(request.source)"
+        if config.esp32.protocolVersion == .v2 {
+            // Openings speak v1 only, so far: sending v1 under a v2 setting would say one
+            // thing and do another (docs/CONTRACT.md#configuration).
+            logger.error("opening refused: [esp32] protocol = 2 is not spoken by openings yet")
+            return OpeningResult(
+                error: .configurationMissing,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: Self.protocolTwoNotYet
+            )
+        }
         if let statusFeed, statusFeed.relayActive {
             logger.notice("opening refused: the relay is active (another client's cycle)")
             return OpeningResult(

@@ -85,10 +85,10 @@ public final class SecretServiceStore {
             )
         }
         if let error {
-            throw SecretServiceError(error, api: api).failure(doing: "store the password")
+            throw SecretServiceError(error, api: api).failure(doing: "store the entry")
         }
         if stored == 0 {
-            throw .failed("the Secret Service did not store the password and gave no reason")
+            throw .failed("the Secret Service did not store the entry and gave no reason")
         }
     }
 
@@ -99,13 +99,13 @@ public final class SecretServiceStore {
         let found = api.secret_password_lookupv_nonpageable_sync(schema.pointer, attributes.pointer, nil, &error)
         if let error {
             if let found { api.secret_password_free(found) }
-            throw SecretServiceError(error, api: api).failure(doing: "look the password up")
+            throw SecretServiceError(error, api: api).failure(doing: "look the entry up")
         }
         guard let found else {
             // Nothing unlocked matched. If a locked entry exists, the keyring could not be
             // unlocked (no prompt could be shown, or it was dismissed): say so, instead of
             // advising to store a password that is already there.
-            try refuseIfLocked(attributes, doing: "read the password")
+            try refuseIfLocked(attributes, doing: "read the entry")
             return nil
         }
         let password = NonpageablePassword(found, api: api)
@@ -119,10 +119,10 @@ public final class SecretServiceStore {
         var error: UnsafeMutablePointer<GError>?
         let removed = api.secret_password_clearv_sync(schema.pointer, attributes.pointer, nil, &error)
         if let error {
-            throw SecretServiceError(error, api: api).failure(doing: "delete the password")
+            throw SecretServiceError(error, api: api).failure(doing: "delete the entry")
         }
         if removed != 0 { return true }
-        try refuseIfLocked(attributes, doing: "delete the password")
+        try refuseIfLocked(attributes, doing: "delete the entry")
         return false
     }
 
@@ -159,8 +159,9 @@ public struct SecretServiceSource: SecretSource {
         do {
             let store = try SecretServiceStore(environment: environment)
             guard let secret = try store.lookup(account: account) else { return .notFound }
+            let command = CredentialName(rawValue: account)?.storeCommand ?? "gate secret set \(account)"
             return secret.isEmpty
-                ? .failed("the stored entry is empty; store it again with `gate secret set \(account)`")
+                ? .failed("the stored entry is empty; store it again with `\(command)`")
                 : .found(secret)
         } catch {
             switch error {
