@@ -95,6 +95,12 @@ class Facts:
         values += [float(e.detail) for e in self.events_in(["proxy-delay"], start, end)]
         return max(values)
 
+    def configs_during(self, start, end):
+        """The configurations in force at some moment of [start, end]."""
+        first = self.timeline.last_before("config", start)
+        found = [first.detail] if first else []
+        return found + [e.detail for e in self.events_in(["config"], start, end)]
+
     def hold(self, at, via):
         udp, mqtt = fault_modes(self.fault_at(at))
         return SLOW_RELEASE_HOLD if (udp if via == "udp" else mqtt) == "slow-release" else HOLD_MS / 1000
@@ -168,10 +174,12 @@ class Facts:
         if any(fault_modes(f)[1] != "none" or fault_modes(f)[0] in ("garbage", "duplicate", "slow-release")
                for f in self.faults_during(start, end)):
             return False
-        if self.events_in(["forge"], start - 2, end) or self.events_in(["broker-down", "broker-up"], start - 5, end):
+        # The setup's own starts are not disturbances: the run began with every link up.
+        since = max(start - 5, self.outcome.began)
+        if self.events_in(["forge"], start - 2, end) or self.events_in(["broker-down", "broker-up"], since, end):
             return False
-        if self.events_in(["daemon-up", "sim-up", "sim-down"], start - 3, end):
-            return False
+        if [e for e in self.events_in(["daemon-up"], start - 3, end) if e.detail == "restart"]:
+            return False  # its warm link may not be up yet
         stops = ("daemon-stop", "daemon-term", "daemon-kill", "cli-signal", "cli-stop", "button-error")
         if self.events_in(stops, start - 0.5, end):
             return False
@@ -252,27 +260,32 @@ def attribute(facts, claims):
     owner = _solve(claims, activations, candidates)
     if owner is None:
         return [_diagnose(facts, claims, activations, candidates)]
-    violations = _vias(claims, activations, owner)
-    violations += unconfirmed(facts, claims, activations, candidates)
-    return violations
+    return unconfirmed(facts, claims, activations, candidates)
 
 
 def _solve(claims, activations, candidates):
-    """Backtracking: each activation to one candidate within its capacity; every claim
-    of a complete cycle owns one. None when impossible."""
-    load = {id(c): 0 for c in claims}
+    """Backtracking: each activation to one candidate within its capacity (a second one
+    only as the MQTT fallback after a UDP trigger); every claim of a complete cycle owns
+    one. None when impossible."""
+    owned = {id(c): [] for c in claims}
     owner = [None] * len(activations)
+
+    def fits(claim, via):
+        mine = owned[id(claim)]
+        if len(mine) >= claim.capacity:
+            return False
+        return not mine or (activations[mine[0]][1] == "udp" and via == "mqtt")
 
     def place(i):
         if i == len(activations):
-            return all(load[id(c)] > 0 for c in claims if c.required)
+            return all(owned[id(c)] for c in claims if c.required)
         for c in candidates[i]:
-            if load[id(c)] < c.capacity:
-                load[id(c)] += 1
+            if fits(c, activations[i][1]):
+                owned[id(c)].append(i)
                 owner[i] = c
                 if place(i + 1):
                     return True
-                load[id(c)] -= 1
+                owned[id(c)].pop()
         return False
 
     return list(owner) if place(0) else None
@@ -297,6 +310,12 @@ def _diagnose(facts, claims, activations, candidates):
                          + f") that only {_claims(group)} can have caused, which allow at most {allowed}"
                          + _context(facts, group[0]))
     for claim in claims:
+        mine = [a for a, found in zip(activations, candidates) if found == [claim]]
+        if len(mine) == 2 and [via for _, via in mine] != ["udp", "mqtt"]:
+            return Violation("more than one activation for one opening",
+                             f"{_claim(claim)}: " + ", ".join(f"{_t(at)} via {via}" for at, via in mine)
+                             + " (two, and not the MQTT fallback after a UDP trigger)" + _context(facts, claim))
+    for claim in claims:
         if claim.required and not any(claim in found for found in candidates):
             return Violation("exit 0 without a relay activation", f"{_claim(claim)}: no activation in its window")
     listing = "; ".join(f"{_t(at)} via {via} -> {_claims(found)}" for (at, via), found in zip(activations, candidates))
@@ -317,40 +336,31 @@ def _crowded(claims, activations, candidates):
     return None
 
 
-def _vias(claims, activations, owner):
-    """Two activations for one opening are allowed only as UDP then the MQTT fallback."""
-    violations = []
-    for claim in claims:
-        mine = [activations[i] for i, c in enumerate(owner) if c is claim]
-        if len(mine) == 2 and [v for _, v in mine] != ["udp", "mqtt"]:
-            violations.append(Violation("more than one activation for one opening",
-                                        f"{_claim(claim)}: " + ", ".join(f"{_t(a)} via {v}" for a, v in mine)))
-    return violations
-
-
 def unconfirmed(facts, claims, activations, candidates):
-    """124 from the daemon although the cycle completed on a healthy path, well inside
-    the budget: the daemon's warm link watched the status topic all along."""
+    """124 from the daemon although the cycle completed, on a path nothing disturbed, well
+    inside the budget: the daemon's warm link watched the status topic all along. The
+    budget is the smallest the trigger's adapter had (`udp.timeout` or `mqtt.timeout`)."""
     violations = []
     for claim in claims:
         o = claim.opening
         if claim.code != 124 or o.kind == "direct" or (o.kind == "plain" and not o.history):
             continue
         mine = [(at, via) for (at, via), found in zip(activations, candidates) if found == [claim]]
-        inside = [a for a, _ in activations if claim.start <= a <= claim.end]
-        if len(mine) != 1 or len(inside) != 1 or not facts.clean(claim):
+        if len(mine) != 1 or not facts.clean(claim):
             continue
         at, via = mine[0]
+        budget = min(getattr(c, f"{via}_timeout") for c in facts.configs_during(claim.start, claim.end))
+        horizon = max(claim.end, claim.start + budget)
+        if len([a for a, _ in activations if claim.start <= a <= horizon]) != 1:
+            continue
         seen_by = at + facts.hold(at, via) + facts.delay_during(claim.start, claim.end)
-        if seen_by <= claim.end - 0.3:
+        if seen_by <= horizon - 0.3:
             violations.append(Violation(
                 "completed cycle reported 124",
-                f"{_claim(claim)}: the relay activated at {_t(at)} via {via} and released by {_t(seen_by)}, "
-                f"published on a healthy status topic, {claim.end - seen_by:.1f} s before the opening ended"
-                + _context(facts, claim)))
+                f"{_claim(claim)}: the relay activated at {_t(at)} via {via} and released by {_t(seen_by)} "
+                f"(published on an undisturbed status topic), {horizon - seen_by:.1f} s before the end of its "
+                f"{via} budget or of the opening" + _context(facts, claim)))
     return violations
-
-
 
 
 def check_end(outcome):

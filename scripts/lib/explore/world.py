@@ -242,6 +242,7 @@ class World:
         os.rename(self.config_path + ".new", self.config_path)
         self.config = config
         self.configs.append(config)
+        self.timeline.add("config", config)
 
     # ---- the daemon
 
@@ -249,7 +250,7 @@ class World:
     def daemon(self):
         return self.daemons[-1] if self.daemons and self.daemons[-1].alive else None
 
-    def start_daemon(self, wait_link=False):
+    def start_daemon(self, wait_link=False, why="start"):
         log = f"{self.work}/daemon.log"
         before = read_text(log).count("daemon ready")
         daemon = Child("gate daemon", [f"{self.bin_dir}/gate", "daemon", "--config", self.config_path,
@@ -259,7 +260,7 @@ class World:
         if not ready or not daemon.alive:
             self.timeline.add("daemon-failed")
             return False
-        self.timeline.add("daemon-up", str(daemon.pid))
+        self.timeline.add("daemon-up", why)
         try:
             self.baselines[daemon.pid] = (len(os.listdir(f"/proc/{daemon.pid}/fd")),
                                           len(os.listdir(f"/proc/{daemon.pid}/task")))
@@ -289,7 +290,7 @@ class World:
         if old is not None and old.alive:
             if not old.wait(self.config.opening_limit + 3):
                 old.kill()
-        self.start_daemon()
+        self.start_daemon(why="restart")
 
     # ---- the button FIFO (16-byte struct gpioevent_data records)
 
