@@ -2,6 +2,7 @@
 check the first promise across fault schedules (docs/TESTING.md#the-fault-explorer)."""
 
 import argparse
+import itertools
 import os
 import signal
 import sys
@@ -31,7 +32,12 @@ def main():
     for name in ("gate", "esp32-sim"):
         if not os.access(f"{bin_dir}/{name}", os.X_OK):
             sys.exit(f"explore: {bin_dir}/{name} is missing: build first (swift build), or give --bin-dir")
-    seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.seeds)
+    if args.seed is not None:
+        seeds = [args.seed]
+    elif args.seeds is None:  # with a time budget alone, as many as fit
+        seeds = itertools.count(args.start) if args.time_budget else range(args.start, args.start + 20)
+    else:
+        seeds = range(args.start, args.start + args.seeds)
     started, failed, ran = time.monotonic(), [], 0
     try:
         for seed in seeds:
@@ -58,7 +64,8 @@ def parse():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, help="replay exactly this seed")
     parser.add_argument("--steps", type=int, help="with --seed: play only the first N steps")
-    parser.add_argument("--seeds", type=int, default=20, help="how many seeds (default 20)")
+    parser.add_argument("--seeds", type=int, help="how many seeds (default 20; with --time-budget alone, "
+                                                   "as many as the budget allows)")
     parser.add_argument("--start", type=int, default=1, help="the first seed (default 1)")
     parser.add_argument("--time-budget", type=float, help="start no new seed after this many seconds")
     parser.add_argument("--no-shrink", action="store_true", help="do not look for a shorter failing prefix")

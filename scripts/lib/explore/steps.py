@@ -14,12 +14,12 @@ from .world import HA_COMMAND_TOPIC, STATUS_TOPIC, Config, Opening
 
 FAULTS = ["none", "udp:silent", "silent", "udp-off", "udp:no-release", "no-release", "slow-release",
           "udp:garbage", "duplicate", "mqtt:silent", "mqtt-off"]
-FAULT_WEIGHTS = [26, 25, 8, 18, 5, 4, 4, 3, 3, 3, 2]
+FAULT_WEIGHTS = [24, 25, 8, 21, 5, 4, 4, 3, 3, 3, 2]
 UDP_TIMEOUTS = [0.8, 1.0, 1.5]
-MQTT_TIMEOUTS = [1.0, 1.5, 2.0]
+MQTT_TIMEOUTS = [1.5, 2.0, 3.0]
 RESET_DELAYS = [0.3, 0.5, 1.0]
 COOLDOWNS = [0, 0, 0, 0.3, 1.0]
-DELAYS = [0.0, 0.0, 0.15, 0.3]
+DELAYS = [0.0, 0.15, 0.3, 0.3]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,7 +278,7 @@ def _restart_sim(world, fault):
 # ---- the generator
 
 STEP_WEIGHTS = {
-    "open_plain": 15, "open_direct": 9, "button": 7, "ha": 7, "reload": 16, "pause": 9, "kill": 7,
+    "open_plain": 18, "open_direct": 8, "button": 7, "ha": 7, "reload": 20, "pause": 9, "kill": 7,
     "sim_fault": 8, "delay": 4, "forge": 4, "break_button": 2,
 }
 
@@ -296,12 +296,12 @@ def gap(rng):
 def draw_reload(rng):
     choices = {
         "udp_timeout": lambda: rng.choice(UDP_TIMEOUTS + [2.5, 8.0]),
-        "mqtt_timeout": lambda: rng.choice(MQTT_TIMEOUTS + [3.0]),
+        "mqtt_timeout": lambda: rng.choice(MQTT_TIMEOUTS + [1.0]),
         "reset_delay": lambda: rng.choice(RESET_DELAYS),
         "cooldown": lambda: rng.choice(COOLDOWNS),
     }
     keys = rng.sample(sorted(choices), rng.choice([1, 1, 2]))
-    if "mqtt_timeout" not in keys and rng.random() < 0.5:
+    if "mqtt_timeout" not in keys and rng.random() < 0.6:
         keys.append("mqtt_timeout")
     return tuple((k, choices[k]()) for k in sorted(keys))
 
