@@ -263,7 +263,7 @@ struct DeployTests {
             "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
             "scripts/bench/remote",
             "scripts/chaos", "scripts/symbol-order", "scripts/test", "scripts/demo", "scripts/soak-daemon",
-            "scripts/ha-test",
+            "scripts/ha-test", "scripts/explore",
             "scripts/notify-test",
         ]
         .map { root.appendingPathComponent($0).path }

@@ -310,6 +310,7 @@ def _diagnose(facts, claims, activations, candidates):
     if crowded:
         group, mine = crowded
         allowed = sum(c.capacity for c in group)
+        group = [c for c in group if c.capacity] or group  # refused ones are named elsewhere
         return Violation("more than one activation for one opening" if len(group) == 1 else
                          "more activations than openings",
                          f"{len(mine)} activations (" + ", ".join(f"{_t(at)} via {via}" for at, via in mine)

@@ -18,8 +18,8 @@ FAULT_WEIGHTS = [24, 25, 8, 21, 5, 4, 4, 3, 3, 3, 2]
 UDP_TIMEOUTS = [0.8, 1.0, 1.5]
 MQTT_TIMEOUTS = [1.5, 2.0, 3.0]
 RESET_DELAYS = [0.3, 0.5, 1.0]
-COOLDOWNS = [0, 0, 0, 0.3, 1.0]
-DELAYS = [0.0, 0.15, 0.3, 0.3]
+COOLDOWNS = [0, 0, 0, 0, 0.3, 1.0]
+DELAYS = [0.0, 0.15, 0.3, 0.5]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +115,7 @@ class Pause:
     def run(self, world, index):
         child = _target(world, self.target)
         if child is None or child.paused:
-            return f"skipped: no running {self.target}"
+            return f"skipped: no running {self.target}" if child is None else "skipped: already stopped"
         seconds = self.seconds + (world.config.opening_limit if self.past_limit else 0)
         child.signal(signal.SIGSTOP)
         child.paused = True
@@ -261,8 +261,8 @@ def _kill_cli(world, number):
     opening = running[-1]
     opening.killed = True
     opening.child.signal(number)
-    opening.child.signal(signal.SIGCONT, by_schedule=False)
     world.timeline.add("cli-signal", opening.label)
+    world.resume(opening.child, "cli")
     return f"{opening.label} signalled"
 
 
@@ -332,7 +332,7 @@ def draw_step(rng):
     if kind == "sim_fault":
         return SimFault(rng.choices(FAULTS, weights=FAULT_WEIGHTS)[0], g)
     if kind == "delay":
-        return Delay(rng.choice([0.0, 0.15, 0.3]), g)
+        return Delay(rng.choice(DELAYS), g)
     if kind == "forge":
         return Forge(tuple(rng.choice([["1"], ["1", "0"], ["0"]])), g)
     return BreakButton(g)

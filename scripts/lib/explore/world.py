@@ -91,6 +91,7 @@ class World:
         self.openings = []
         self.daemons = []  # every daemon Child, in start order
         self.baselines = {}  # pid -> (fds, threads) once ready
+        self.extra_children = []  # mosquitto_pub
         self.daemon_killed = set()  # pids the schedule SIGTERMed or SIGKILLed
         self.button_broken = False
         self.last_edge = 0.0
@@ -180,8 +181,7 @@ class World:
             return
         self.timeline.add("broker-down", signal.Signals(number).name)
         self.broker.signal(number)
-        if number == signal.SIGTERM:
-            self.broker.signal(signal.SIGCONT, by_schedule=False)
+        self.resume(self.broker, "broker")
         if not self.broker.wait(5):
             self.broker.kill()
         self.broker = None
@@ -190,6 +190,7 @@ class World:
         """mosquitto_pub, bounded: a stopped broker keeps it waiting."""
         pub = Child("mosquitto_pub", ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(self.broker_port), "-q", "0",
                                       "-t", topic, "-m", payload], self.env, "/dev/null", f"{self.work}/pub.err")
+        self.extra_children.append(pub)
         if not pub.wait(3):
             pub.kill()
             return False
@@ -228,7 +229,7 @@ class World:
             return
         self.timeline.add("sim-down", signal.Signals(number).name)
         self.sim.signal(number)
-        self.sim.signal(signal.SIGCONT, by_schedule=False)
+        self.resume(self.sim, "sim")
         if not self.sim.wait(5):
             self.sim.kill()
         self.sim = None
@@ -280,9 +281,16 @@ class World:
         if number in (signal.SIGTERM, signal.SIGKILL):
             self.daemon_killed.add(daemon.pid)
         daemon.signal(number)
-        if number == signal.SIGTERM:
-            daemon.signal(signal.SIGCONT, by_schedule=False)  # a stopped daemon would not see it
+        self.resume(daemon, "daemon")  # a stopped daemon would not see SIGTERM
         return daemon
+
+    def resume(self, child, name):
+        """SIGCONT after a stop or kill, so that a SIGTERM is seen; the timeline notes
+        the end of a pause the schedule began."""
+        child.signal(signal.SIGCONT, by_schedule=False)
+        if child.paused:
+            child.paused = False
+            self.timeline.add(f"{name}-cont", f"{child.pid}")
 
     def restart_daemon(self):
         """Starts a daemon again, once the one the schedule stopped has exited."""
@@ -338,7 +346,7 @@ class World:
 
     def children(self):
         found = [o.child for o in self.openings if o.child is not None] + self.daemons
-        return found + [c for c in (self.sim, self.broker) if c is not None] + getattr(self, "extra_children", [])
+        return found + [c for c in (self.sim, self.broker) if c is not None] + self.extra_children
 
 
 def _port_open(port):
