@@ -27,7 +27,10 @@ prefix of the schedule that still fails; exit 1 if any seed violated a rule."""
 
 def main():
     args = parse()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))  # unwinds: every run kills what it started
+    # Both unwind, so that every run kills what it started and removes its folder; SIGINT
+    # too when started in the background, where the shell had it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     bin_dir = args.bin_dir
     for name in ("gate", "esp32-sim"):
         if not os.access(f"{bin_dir}/{name}", os.X_OK):

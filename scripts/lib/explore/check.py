@@ -302,7 +302,7 @@ def _diagnose(facts, claims, activations, candidates):
         if not found:
             return Violation("activation nobody asked for", _orphan(facts, claims, at, via))
         if all(c.capacity == 0 for c in found):
-            c = found[-1]
+            c = next((c for c in found if c.code == 69), found[-1])  # 69 promised the most
             return Violation(f"activation in an opening that ended {c.code}" if c.code else
                              "activation in an opening that never began",
                              f"relay activated at {_t(at)} via {via}, within only {_claims(found)}")
