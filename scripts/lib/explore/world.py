@@ -11,7 +11,6 @@ import itertools
 import os
 import signal
 import struct
-import subprocess
 import time
 
 from .processes import Child, Timeline, free_port, read_text, wait_until
