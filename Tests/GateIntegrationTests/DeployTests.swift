@@ -273,7 +273,7 @@ struct DeployTests {
             "scripts/bench/all", "scripts/bench/daemon", "scripts/bench/run", "scripts/bench/mqtt-timeline",
             "scripts/bench/remote",
             "scripts/chaos", "scripts/test", "scripts/demo", "scripts/soak-daemon",
-            "scripts/ha-test",
+            "scripts/ha-test", "scripts/explore",
             "scripts/notify-test", "scripts/firmware-test", "scripts/check-docs",
         ]
         .map { root.appendingPathComponent($0).path }
