@@ -663,3 +663,30 @@ struct OpeningPipelineWatchTests {
         }
     }
 }
+
+/// Arrival time counts, not reading time, on the watch too (docs/CONTRACT.md#evidence-and-time;
+/// the fault explorer's seed 35): a daemon paused through its UDP attempt resumed, judged
+/// the silence and fell back to MQTT while the `1` and `0` of its own cycle still waited
+/// unread in its link's socket. Silence is judged only once the watch has caught up.
+@Suite("OpeningPipeline: silence is judged after the watch caught up")
+struct OpeningPipelineSyncTests {
+    @Test("Status messages that waited unread when the UDP deadline passed still forbid the fallback")
+    func unreadStatusForbidsTheFallback() async throws {
+        let feed = FakeStatusFeed()
+        let bench = try PipelineBench(feed: feed)
+        let udp = ScriptedAdapter(.udp, script: [.send, .waitForCancel, .finish])
+        let mqtt = ScriptedAdapter(
+            .mqtt,
+            script: [.send, .report(.relay(.activated)), .report(.relay(.released)), .finish]
+        )
+        let opening = Task { await bench.open(bench.pipeline(udp, mqtt), config: PipelineBench.config()) }
+        #expect(await eventually { udp.attempts.first?.isWaiting == true }, "the UDP attempt never started")
+        feed.holdBack([.activated, .released])
+        bench.clock.advance(to: try #require(udp.attempts.first).deadline + .seconds(1))
+        let result = await opening.value
+
+        #expect(mqtt.triggersSent == 0, "fell back with the cycle's own status unread: \(result.summaries)")
+        #expect(result.exitCode == 124, "\(result.message)")
+        #expect(result.adapter == .udp)
+    }
+}

@@ -15,6 +15,7 @@ public final class FakeStatusFeed: StatusFeed {
         var nextID = 0
         var attachments = 0
         var owed: [RelayObserver.Echoes] = []
+        var heldBack: [RelayObserver.Report] = []
     }
 
     private let state: Mutex<State>
@@ -25,6 +26,23 @@ public final class FakeStatusFeed: StatusFeed {
 
     public var relayActive: Bool {
         get { state.withLock { $0.relayActive } }
+    }
+
+    /// Delivers `heldBack` first, as a link that read them only now; false with no
+    /// live session.
+    public func sync(timeout: Duration) async -> Bool {
+        let late = state.withLock { state -> [RelayObserver.Report] in
+            defer { state.heldBack = [] }
+            return state.heldBack
+        }
+        for report in late { deliver(report) }
+        return liveSession != nil
+    }
+
+    /// Status messages that reach the opening only when it syncs: they waited, unread,
+    /// in a paused process's socket.
+    public func holdBack(_ reports: [RelayObserver.Report]) {
+        state.withLock { $0.heldBack += reports }
     }
 
     /// Live from the start (session 1), as a warm link that is up.

@@ -66,6 +66,8 @@ public final class MQTTLink: StatusFeed {
         var connected = false
         /// PUBACKs seen while `stop` waits for its goodbye's.
         var acknowledged: Set<Int32>?
+        /// `sync` calls waiting for the SUBACK of their SUBSCRIBE, by message id.
+        var barriers: [Int32: CheckedContinuation<Bool, Never>] = [:]
     }
 
     public init(
@@ -131,6 +133,7 @@ public final class MQTTLink: StatusFeed {
             return (state.connectReturned ? state.client : nil, state.attempt)
         }
         wake.signal()
+        endBarriers(where: { _ in true })
         attempt?.report(.lost("the MQTT link to \(broker) was closed (configuration reloaded or daemon stopping)"))
         if let client {
             client.disconnect()
@@ -290,6 +293,10 @@ public final class MQTTLink: StatusFeed {
             onEvent(self, .connected)
 
         case .subscribed(let messageID, let granted):
+            if let barrier = state.withLock({ $0.barriers.removeValue(forKey: messageID) }) {
+                barrier.resume(returning: true)
+                return
+            }
             let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
             if let extra {
                 if MQTTStatusTopic.refused(granted: granted) {
@@ -341,6 +348,7 @@ public final class MQTTLink: StatusFeed {
                 state.subscribeID = nil
                 return (state.attempt, state.stopped, state.lastError)
             }
+            endBarriers(where: { _ in true })
             guard code != 0, !stopped else { return }
             let words = detail ?? MosquittoError.words(for: code)
             logger.log(
@@ -358,6 +366,54 @@ public final class MQTTLink: StatusFeed {
             }
             if waiting { acknowledgement.signal() }
         }
+    }
+
+    /// Waits until every message the broker sent on this link before now has been
+    /// handed on (to the attached opening, or as unclaimed): the broker answers a
+    /// SUBSCRIBE after everything it wrote before it, and the library hands packets on
+    /// in order. For a process that was not scheduled for a while (paused, a busy Pi):
+    /// what the broker sent meanwhile waits in the socket, unread. False when the link
+    /// is not up, or no SUBACK came within `timeout`.
+    public func sync(timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.barrier() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                self.endBarriers(where: { _ in true })
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Subscribes again to the status topic and waits for its SUBACK. A re-subscription
+    /// changes nothing: the subscription stays, and the retained message it brings is
+    /// ignored like any retained status.
+    private func barrier() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            // Under the lock the SUBACK's handler takes: it cannot come before the wait is
+            // registered.
+            let registered = state.withLock { state -> Bool in
+                guard state.ready, !state.stopped, let client = state.client,
+                    let id = try? client.subscribe(topic: config.statusTopic, qos: 0)
+                else { return false }
+                state.barriers[id] = continuation
+                return true
+            }
+            if !registered { continuation.resume(returning: false) }
+        }
+    }
+
+    /// Ends the `sync` waits that `condition` picks (the timeout: all of them; a lost
+    /// connection: all of them), each answered false.
+    private func endBarriers(where condition: (Int32) -> Bool) {
+        let ended = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            let ids = state.barriers.keys.filter(condition)
+            return ids.compactMap { state.barriers.removeValue(forKey: $0) }
+        }
+        for continuation in ended { continuation.resume(returning: false) }
     }
 
     /// Publishes through the link (QoS 1); false when it is not connected, or the

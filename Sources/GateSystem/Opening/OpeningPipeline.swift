@@ -216,6 +216,8 @@ public struct OpeningPipeline: Sendable {
                 stopTimer: @Sendable () -> Void
             )?
         var iterator = inputs.makeAsyncIterator()
+        /// Attempts whose silence waited for the watch to catch up once.
+        var synced: Set<Int> = []
 
         while true {
             while !pending.isEmpty {
@@ -300,16 +302,26 @@ public struct OpeningPipeline: Sendable {
             case .adapter(let number, let event, let at):
                 guard number == current.number else { continue }
                 logger.trace("adapter event", metadata: ["adapter": "\(current.kind)", "event": "\(event)"])
-                pending = Self.silence(event, attempt: number, permit: permit, machine: &machine)
-                pending += machine.handle(.adapter(current.kind, event, at: at))
+                if Self.silence(event, attempt: number, permit: permit) == .watched, let feed, !synced.contains(number)
+                {
+                    // What the watch's broker sent before now is read first; the silence
+                    // comes again after it (a paused process: both wait unread).
+                    synced.insert(number)
+                    if await !feed.sync(timeout: Self.syncLimit) { _ = machine.handle(.unwatched) }
+                    continuation.yield(input)
+                    continue
+                }
+                if Self.silence(event, attempt: number, permit: permit) == .unwatched {
+                    _ = machine.handle(.unwatched)
+                }
+                pending = machine.handle(.adapter(current.kind, event, at: at))
             case .observed(let report, let at):
                 logger.debug("status topic", metadata: ["report": "\(report)", "during": "\(current.kind)"])
                 pending = machine.handle(.observed(report, at: at))
             case .ended(let number):
                 guard number == current.number else { continue }
                 let event = Self.silentEnd(current.ticket, permit: permit)
-                pending = Self.silence(event, attempt: number, permit: permit, machine: &machine)
-                pending += machine.handle(.adapter(current.kind, event, at: clock.now()))
+                continuation.yield(.adapter(attempt: number, event, at: clock.now()))
             case .overdue(let number, let stage):
                 guard number == current.number else { continue }
                 if stage == 1 {
@@ -322,8 +334,7 @@ public struct OpeningPipeline: Sendable {
                         metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"]
                     )
                     let event = Self.silentEnd(current.ticket, permit: permit)
-                    pending = Self.silence(event, attempt: number, permit: permit, machine: &machine)
-                    pending += machine.handle(.adapter(current.kind, event, at: clock.now()))
+                    continuation.yield(.adapter(attempt: number, event, at: clock.now()))
                 }
             }
         }
@@ -347,20 +358,28 @@ public struct OpeningPipeline: Sendable {
     /// Silence after a trigger says the trigger was lost only when the status topic was
     /// watched from before it left until now (docs/CONTRACT.md#evidence-and-time): the
     /// machine hears when it was not, before it hears of the silence.
-    static func silence(
-        _ event: AdapterEvent,
-        attempt: Int,
-        permit: TriggerPermit,
-        machine: inout OpeningMachine
-    ) -> [OpeningMachine.Action] {
+    static func silence(_ event: AdapterEvent, attempt: Int, permit: TriggerPermit) -> Silence {
         switch event {
         case .deadlineReached, .lost:
-            guard permit.sent(attempt: attempt), !permit.watchHeld(attempt: attempt) else { return [] }
-            return machine.handle(.unwatched)
+            guard permit.sent(attempt: attempt) else { return .notSilence }
+            return permit.watchHeld(attempt: attempt) ? .watched : .unwatched
         case .sent, .relay, .invalid, .unreachable, .misconfigured, .withheld:
-            return []
+            return .notSilence
         }
     }
+
+    enum Silence {
+        /// Not the silence after a trigger.
+        case notSilence
+        /// After a trigger, under a watch that held: another adapter may follow.
+        case watched
+        /// After a trigger that nothing watched for: none may.
+        case unwatched
+    }
+
+    /// How long the watch may take to catch up (`StatusFeed.sync`) before silence is
+    /// judged; past it the watch counts as broken.
+    static let syncLimit = Duration.seconds(1)
 
     /// How long a UDP-first opening waits for its own status watch's SUBACK before the
     /// trigger leaves: a few milliseconds with a broker on the LAN. Past it the trigger

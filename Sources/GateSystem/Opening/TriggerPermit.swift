@@ -284,6 +284,9 @@ public protocol StatusFeed: Sendable {
     var liveSession: UInt64? { get }
     /// Delivers every non-retained status message until the returned attachment ends.
     func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment
+    /// Returns once every message the broker sent before the call has been delivered;
+    /// false when that cannot be known within `timeout` (the watch then counts as broken).
+    func sync(timeout: Duration) async -> Bool
 }
 
 /// An opening's hold on a `StatusFeed`. Ending it says which echoes of the opening's
