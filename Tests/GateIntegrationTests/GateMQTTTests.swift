@@ -211,6 +211,13 @@ struct GateMQTTTests {
         #expect(run.status == 69, "\(run.summary)")
         let reason = try attempts(run).first?["reason"] as? String ?? ""
         #expect(reason.contains("certificate verify failed"), "\(reason)")
+        #expect(
+            reason.hasSuffix(
+                "set ca_file in [mqtt] to the CA that signed the broker's certificate, and check that host matches its name"
+            ),
+            "the fix, last: \(reason)"
+        )
+        #expect(reason.contains("the CA in \(otherCA) (ca_file in [mqtt]) does not vouch for"), "\(reason)")
     }
 
     @Test("TLS to a plaintext broker: 69 well before the budget, saying so with the fix; OpenSSL's words at -v")

@@ -29,6 +29,17 @@ struct MQTTStatusTopic: Sendable {
         return "the broker at \(broker) does not speak TLS (set tls = false in [mqtt], or use its TLS port)"
     }
 
+    /// The sentence for a broker certificate this client does not trust, or nil when
+    /// `detail` (the library's words) says something else. OpenSSL's words stay in it:
+    /// they name what failed.
+    func untrustedCertificateWords(detail: String) -> String? {
+        guard config.tls, detail.lowercased().contains("certificate verify failed") else { return nil }
+        let trusted = config.caFile.map { "the CA in \($0) (ca_file in [mqtt])" } ?? "the system's CAs"
+        return
+            "the broker at \(broker) showed a certificate that \(trusted) does not vouch for (\(detail)); "
+            + "set ca_file in [mqtt] to the CA that signed the broker's certificate, and check that host matches its name"
+    }
+
     /// A TLS listener drops a plaintext CONNECT without a word: the connection closes
     /// before any CONNACK.
     var tlsPortWords: String {

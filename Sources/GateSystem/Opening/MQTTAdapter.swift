@@ -253,6 +253,7 @@ final class MQTTExchange: Sendable {
     /// Why connecting failed, in words: a TLS client at a plain port said so with its
     /// fix (OpenSSL's own words at `-v`), anything else with the library's words.
     private func connectFailure(_ detail: String) -> String {
+        if let words = topic.untrustedCertificateWords(detail: detail) { return words }
         guard let words = topic.plainPortWords(detail: detail) else {
             return "cannot reach MQTT broker at \(broker): \(detail)"
         }
