@@ -68,3 +68,38 @@ struct ReloadMidOpeningTests {
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
     }
 }
+
+/// The fault explorer's seed 35 (docs/CONTRACT.md#evidence-and-time): the daemon paused
+/// through its UDP attempt, its relay's `1` and `0` waiting unread in the link's socket.
+/// On resuming it must read them before judging the silence: one activation, never the
+/// MQTT fallback's second. Timing decides which thread runs first on SIGCONT; the rule
+/// holds either way, so the test cannot pass by luck when it breaks only sometimes:
+/// it repeats.
+@Suite("A paused daemon reads its watch before judging silence", .serialized)
+struct PausedDaemonSilenceTests {
+    @Test("SIGSTOP through the UDP attempt (UDP replies lost): one activation, no fallback")
+    func pausedThroughTheUDPAttempt() throws {
+        let broker = try MosquittoBroker(.plain)
+        let sim = try Simulator(NeverTwice.simulatorMQTT(broker) + ["--fault", "udp:silent"])
+        let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port, cooldown: 0))
+        let environment = GateRunner.isolatedEnvironment()
+        let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
+        try daemon.waitForReady()
+        #expect(daemon.waitForLog("gate: info: MQTT link up"), "\(daemon.log)")
+
+        for round in 1...3 {
+            let opener = try GateRunner.start(["open", "--config", config.path, "--json"], environment: environment)
+            #expect(daemon.waitForLog("state changed", "state=triggering", count: round), "\(daemon.log)")
+            kill(daemon.pid, SIGSTOP)
+            // Past the 2 s UDP budget while paused: the ESP32's 1 and 0 reach the socket.
+            Thread.sleep(forTimeInterval: 3)
+            kill(daemon.pid, SIGCONT)
+            let run = try opener.finish(timeout: .seconds(30))
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(try sim.activations().count == round, "round \(round): \(run.summary)\n\(daemon.log)")
+            let adapter = try run.json()["adapter"] as? String
+            #expect(run.status != 0 || adapter == "udp", "\(run.stdout)")
+        }
+        #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+    }
+}

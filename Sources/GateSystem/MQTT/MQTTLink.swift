@@ -67,7 +67,8 @@ public final class MQTTLink: StatusFeed {
         /// PUBACKs seen while `stop` waits for its goodbye's.
         var acknowledged: Set<Int32>?
         /// `sync` calls waiting for the SUBACK of their SUBSCRIBE, by message id.
-        var barriers: [Int32: CheckedContinuation<Bool, Never>] = [:]
+        var barriers: [Int32: (token: UInt64, continuation: CheckedContinuation<Bool, Never>)] = [:]
+        var nextBarrier: UInt64 = 0
     }
 
     public init(
@@ -294,7 +295,7 @@ public final class MQTTLink: StatusFeed {
 
         case .subscribed(let messageID, let granted):
             if let barrier = state.withLock({ $0.barriers.removeValue(forKey: messageID) }) {
-                barrier.resume(returning: true)
+                barrier.continuation.resume(returning: true)
                 return
             }
             let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
@@ -375,11 +376,15 @@ public final class MQTTLink: StatusFeed {
     /// what the broker sent meanwhile waits in the socket, unread. False when the link
     /// is not up, or no SUBACK came within `timeout`.
     public func sync(timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.barrier() }
+        let token = state.withLock { state -> UInt64 in
+            state.nextBarrier += 1
+            return state.nextBarrier
+        }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.barrier(token) }
             group.addTask {
                 try? await Task.sleep(for: timeout)
-                self.endBarriers(where: { _ in true })
+                self.endBarriers(where: { $0 == token })
                 return false
             }
             let first = await group.next() ?? false
@@ -391,7 +396,7 @@ public final class MQTTLink: StatusFeed {
     /// Subscribes again to the status topic and waits for its SUBACK. A re-subscription
     /// changes nothing: the subscription stays, and the retained message it brings is
     /// ignored like any retained status.
-    private func barrier() async -> Bool {
+    private func barrier(_ token: UInt64) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             // Under the lock the SUBACK's handler takes: it cannot come before the wait is
             // registered.
@@ -399,19 +404,19 @@ public final class MQTTLink: StatusFeed {
                 guard state.ready, !state.stopped, let client = state.client,
                     let id = try? client.subscribe(topic: config.statusTopic, qos: 0)
                 else { return false }
-                state.barriers[id] = continuation
+                state.barriers[id] = (token, continuation)
                 return true
             }
             if !registered { continuation.resume(returning: false) }
         }
     }
 
-    /// Ends the `sync` waits that `condition` picks (the timeout: all of them; a lost
-    /// connection: all of them), each answered false.
-    private func endBarriers(where condition: (Int32) -> Bool) {
+    /// Ends the `sync` waits whose token `condition` picks (a timeout: its own; a lost
+    /// connection or a stop: all), each answered false.
+    private func endBarriers(where condition: (UInt64) -> Bool) {
         let ended = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            let ids = state.barriers.keys.filter(condition)
-            return ids.compactMap { state.barriers.removeValue(forKey: $0) }
+            let ids = state.barriers.filter { condition($0.value.token) }.map(\.key)
+            return ids.compactMap { state.barriers.removeValue(forKey: $0)?.continuation }
         }
         for continuation in ended { continuation.resume(returning: false) }
     }

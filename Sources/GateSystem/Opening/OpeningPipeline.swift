@@ -302,17 +302,18 @@ public struct OpeningPipeline: Sendable {
             case .adapter(let number, let event, let at):
                 guard number == current.number else { continue }
                 logger.trace("adapter event", metadata: ["adapter": "\(current.kind)", "event": "\(event)"])
-                if Self.silence(event, attempt: number, permit: permit) == .watched, let feed, !synced.contains(number)
-                {
+                switch Self.silence(event, attempt: number, permit: permit) {
+                case .watched where feed != nil && !synced.contains(number):
                     // What the watch's broker sent before now is read first; the silence
                     // comes again after it (a paused process: both wait unread).
                     synced.insert(number)
-                    if await !feed.sync(timeout: Self.syncLimit) { _ = machine.handle(.unwatched) }
+                    if await feed?.sync(timeout: Self.syncLimit) != true { _ = machine.handle(.unwatched) }
                     continuation.yield(input)
                     continue
-                }
-                if Self.silence(event, attempt: number, permit: permit) == .unwatched {
+                case .unwatched:
                     _ = machine.handle(.unwatched)
+                case .watched, .notSilence:
+                    break
                 }
                 pending = machine.handle(.adapter(current.kind, event, at: at))
             case .observed(let report, let at):
