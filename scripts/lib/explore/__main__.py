@@ -2,6 +2,9 @@
 check the first promise across fault schedules (docs/TESTING.md#the-fault-explorer)."""
 
 import argparse
+import concurrent.futures
+import contextlib
+import io
 import itertools
 import os
 import signal
@@ -43,12 +46,10 @@ def main():
         seeds = range(args.start, args.start + args.seeds)
     started, failed, ran = time.monotonic(), [], 0
     try:
-        for seed in seeds:
-            if args.time_budget and time.monotonic() - started > args.time_budget:
-                print(f"explore: time budget of {args.time_budget:.0f} s spent")
-                break
+        for seed, ok, text in _results(seeds, args, started):
+            print(text, end="", flush=True)
             ran += 1
-            if not explore(seed, args):
+            if not ok:
                 failed.append(seed)
     except KeyboardInterrupt:
         print("\nexplore: interrupted")
@@ -60,6 +61,50 @@ def main():
         return 1
     print(f"explore: {ran} seeds, no violation, in {took:.0f} s")
     return 0
+
+
+def _results(seeds, args, started):
+    """(seed, ok, printed text) in seed order. With --jobs N, N seeds run at once, each in a
+    process of its own (every run has its own folder and ports); their text is printed in
+    seed order as they finish."""
+    said = []
+
+    def over_budget():
+        if args.time_budget and time.monotonic() - started > args.time_budget:
+            if not said:
+                said.append(True)
+                print(f"explore: time budget of {args.time_budget:.0f} s spent")
+            return True
+        return False
+
+    if args.jobs <= 1:
+        for seed in seeds:
+            if over_budget():
+                return
+            ok, text = _explore_captured(seed, args)
+            yield seed, ok, text
+        return
+    seeds = iter(seeds)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        pending = []  # (seed, future), oldest first
+        while True:
+            while len(pending) < args.jobs * 2 and not over_budget():
+                seed = next(seeds, None)
+                if seed is None:
+                    break
+                pending.append((seed, pool.submit(_explore_captured, seed, args)))
+            if not pending:
+                return
+            seed, future = pending.pop(0)
+            ok, text = future.result()
+            yield seed, ok, text
+
+
+def _explore_captured(seed, args):
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        ok = explore(seed, args)
+    return ok, text.getvalue()
 
 
 def parse():
@@ -74,6 +119,8 @@ def parse():
     parser.add_argument("--no-shrink", action="store_true", help="do not look for a shorter failing prefix")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder (logs, trigger log, history)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print each step as it runs")
+    parser.add_argument("--jobs", "-j", type=int, default=1,
+                        help="run this many seeds at once, each in its own process (default 1)")
     parser.add_argument("--bin-dir", default=".build/debug", help="where gate and esp32-sim are (.build/debug)")
     return parser.parse_args()
 
