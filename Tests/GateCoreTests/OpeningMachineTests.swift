@@ -628,9 +628,51 @@ struct EvidenceAndTimeTests {
         #expect(machine.handle(.adapter(.mqtt, .withheld(.relayAnswered), at: clock.advance(.milliseconds(1)))) == [])
         #expect(
             machine.handle(.observed(.activated, at: clock.advance(.milliseconds(1)))) == [
-                .stateChanged(.waitingForRelayClose, adapter: .mqtt)
+                .stateChanged(.waitingForRelayClose, adapter: .udp)
             ]
         )
+    }
+
+    @Test("A late cycle after the fallback began is the UDP trigger's: success via udp, MQTT listed as sending nothing")
+    func lateCycleBelongsToTheTriggerThatLeft() throws {
+        // The explorer's edge: the ESP32's `1` reached the broker after the UDP budget and
+        // the watch's sync, as the MQTT attempt began; the permit withheld MQTT's trigger.
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: udpThenMQTT, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        _ = machine.handle(.adapter(.mqtt, .withheld(.relayAnswered), at: clock.advance(.milliseconds(5))))
+        _ = machine.handle(.observed(.activated, at: clock.advance(.milliseconds(1))))
+        let actions = machine.handle(.observed(.released, at: clock.advance(.milliseconds(400))))
+        let (result, _) = try #require(finished(actions))
+        #expect(result.error == nil)
+        #expect(result.adapter == .udp)
+        #expect(actions.contains(.stopAdapter(.mqtt)))
+        #expect(result.attempts.map(\.adapter) == [.udp])
+        #expect(result.attempts.first?.outcome == .success)
+        #expect(result.attempts.first?.triggerSent == true)
+        #expect(result.attempts.first?.duration == .milliseconds(2407))
+        #expect(result.message.contains("via udp"), "\(result.message)")
+    }
+
+    @Test("After the relay answered an earlier trigger, a silent running attempt starts no other adapter: 124 via udp")
+    func answeredThenSilentEndsWithTheTriggerThatLeft() throws {
+        let plan: [OpeningMachine.PlannedAdapter] = [
+            .init(kind: .udp, budget: .seconds(2)), .init(kind: .mqtt, budget: .seconds(5)),
+            .init(kind: .udp, budget: .seconds(2)),
+        ]
+        var clock = TestClock()
+        var machine = OpeningMachine(plan: plan, resetDelay: .seconds(3))
+        _ = machine.handle(.start(at: clock.now))
+        _ = machine.handle(.adapter(.udp, .sent, at: clock.advance(.milliseconds(1))))
+        _ = machine.handle(.adapter(.udp, .deadlineReached, at: clock.advance(.seconds(2))))
+        _ = machine.handle(.adapter(.mqtt, .withheld(.relayAnswered), at: clock.advance(.milliseconds(5))))
+        let actions = machine.handle(.adapter(.mqtt, .deadlineReached, at: clock.advance(.seconds(5))))
+        #expect(started(actions).isEmpty)
+        let (result, _) = try #require(finished(actions))
+        #expect(result.exitCode == 124)
+        #expect(result.adapter == .udp)
     }
 
     @Test("The attempts list stops at the deciding attempt; skipped adapters before it stay")

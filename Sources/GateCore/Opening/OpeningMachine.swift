@@ -81,6 +81,12 @@ public struct OpeningMachine: Sendable {
     private var unwatched = false
     /// The attempt that decided the outcome alone; nothing after it is listed.
     private var decidedBy: AdapterKind?
+    /// When each attempt started, by plan index.
+    private var attemptStarts: [Int: MonotonicInstant] = [:]
+    /// The earlier attempt whose trigger the relay answered after the running attempt
+    /// began: the running one's permit closed before it sent anything, so the cycle on
+    /// its way is that earlier trigger's.
+    private var answeredFor: Int?
 
     /// Every adapter's part in adapter order (UDP, then MQTT), skipped ones included,
     /// up to the attempt that decided the outcome.
@@ -233,7 +239,7 @@ public struct OpeningMachine: Sendable {
                 )
             case .relay(.activated):
                 phase = .waitingForRelayClose(index: index, startedAt: attemptStart, deadline: deadline)
-                return [.stateChanged(.waitingForRelayClose, adapter: plan[index].kind)]
+                return [.stateChanged(.waitingForRelayClose, adapter: plan[owner(of: index)].kind)]
             case .relay(.released):
                 return fail(
                     index: index,
@@ -284,7 +290,9 @@ public struct OpeningMachine: Sendable {
                 record(index, .unreachable, .withheld(.openerGone), attemptStart: attemptStart, now: now)
                 return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
             case .withheld(.relayAnswered):
-                // The status topic's `1` that closed the permit is on its way here.
+                // The status topic's `1` that closed the permit is on its way here; it
+                // answers the last trigger that left, not this attempt, which sent nothing.
+                if !sent { answeredFor = lastSentIndex }
                 return []
             case .withheld(let why):
                 return giveUp(
@@ -351,9 +359,11 @@ public struct OpeningMachine: Sendable {
         }
         let deadline = now + plan[index].budget
         phase = .triggering(index: index, startedAt: now, deadline: deadline)
+        attemptStarts[index] = now
         sent = false
         releaseSeen = false
         unwatched = false
+        answeredFor = nil
         // No state change yet: `triggering` waits for the attempt's `.sent`.
         return [.startAdapter(plan[index].kind, deadline: deadline)]
     }
@@ -376,10 +386,61 @@ public struct OpeningMachine: Sendable {
         )
     }
 
-    private mutating func succeed(index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant) -> [Action] {
-        let kind = plan[index].kind
-        record(index, .success, nil, attemptStart: attemptStart, now: now)
+    /// The attempt a decided outcome belongs to: the running one, unless it sent nothing
+    /// because the relay had answered an earlier trigger (`answeredFor`).
+    private func owner(of index: Int) -> Int {
+        sent ? index : (answeredFor ?? index)
+    }
+
+    /// The plan index of the last attempt whose trigger left, if any.
+    private var lastSentIndex: Int? {
+        guard let last = tried.last(where: \.triggerSent) else { return nil }
+        return plan.firstIndex(where: { $0.kind == last.adapter })
+    }
+
+    /// Records a decided outcome for the attempt it belongs to (`owner(of:)`) and returns
+    /// that attempt's adapter. When the outcome is an earlier attempt's, that attempt's
+    /// record (its silence, which was not the end of the story) is replaced, and the
+    /// running attempt is listed as having sent nothing.
+    private mutating func decide(
+        _ index: Int,
+        _ outcome: AttemptOutcome,
+        _ reason: AttemptReason?,
+        attemptStart: MonotonicInstant,
+        now: MonotonicInstant
+    ) -> AdapterKind {
+        let owner = owner(of: index)
+        guard owner != index, let ownerStart = attemptStarts[owner] else {
+            record(index, outcome, reason, attemptStart: attemptStart, now: now)
+            decidedBy = plan[index].kind
+            return plan[index].kind
+        }
+        let kind = plan[owner].kind
+        if let earlier = tried.lastIndex(where: { $0.adapter == kind }) { tried.remove(at: earlier) }
+        tried.append(
+            AttemptRecord(
+                adapter: kind,
+                outcome: outcome,
+                reason: reason,
+                duration: now.duration(since: ownerStart),
+                triggerSent: true
+            )
+        )
+        tried.append(
+            AttemptRecord(
+                adapter: plan[index].kind,
+                outcome: .skipped,
+                reason: .withheld(.relayAnswered),
+                duration: nil,
+                triggerSent: false
+            )
+        )
         decidedBy = kind
+        return kind
+    }
+
+    private mutating func succeed(index: Int, attemptStart: MonotonicInstant, now: MonotonicInstant) -> [Action] {
+        let kind = decide(index, .success, nil, attemptStart: attemptStart, now: now)
         phase = .done
         let result = OpeningResult(
             error: nil,
@@ -387,7 +448,7 @@ public struct OpeningMachine: Sendable {
             duration: now.duration(since: startedAt),
             attempts: attempts
         )
-        return [.stopAdapter(kind), .stateChanged(.ready, adapter: kind), .finished(result, resetAt: nil)]
+        return [.stopAdapter(plan[index].kind), .stateChanged(.ready, adapter: kind), .finished(result, resetAt: nil)]
     }
 
     /// The ESP32 answered but the cycle failed: no other adapter may be tried.
@@ -399,10 +460,8 @@ public struct OpeningMachine: Sendable {
         reason: AttemptReason,
         error: GateKeeperError
     ) -> [Action] {
-        let kind = plan[index].kind
-        record(index, outcome, reason, attemptStart: attemptStart, now: now)
-        decidedBy = kind
-        return [.stopAdapter(kind)] + finishFailed(error: error, adapter: kind, now: now)
+        let kind = decide(index, outcome, reason, attemptStart: attemptStart, now: now)
+        return [.stopAdapter(plan[index].kind)] + finishFailed(error: error, adapter: kind, now: now)
     }
 
     /// Another client's cycle is running: this opening sends nothing at all.
@@ -450,6 +509,10 @@ public struct OpeningMachine: Sendable {
         }
         let kind = plan[index].kind
         record(index, outcome, reason, attemptStart: attemptStart, now: now)
+        if !sent, answeredFor != nil {
+            // The relay answered an earlier trigger: evidence, so no other adapter goes.
+            return [.stopAdapter(kind)] + exhausted(now: now)
+        }
         return [.stopAdapter(kind)] + startAdapter(at: index + 1, now: now)
     }
 
