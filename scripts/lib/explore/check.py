@@ -43,6 +43,7 @@ class Claim:
     capacity: int
     required: bool  # it claims a complete cycle
     notes: list
+    adapter: object = None  # with `required`: the adapter it names (--json, history)
 
 
 def check(outcome):
@@ -162,7 +163,11 @@ class Facts:
             notes.append("the status topic was blind during it: a fallback after a UDP trigger is allowed")
         forged = self.events_in(["forge"], opening.asked - 2, end)
         required = code == 0 and not forged
-        return Claim(opening, code, began, opening.asked, end, capacity, required, notes)
+        named = None
+        if required:
+            source = opening.json if isinstance(opening.json, dict) else entry
+            named = (source or {}).get("adapter")
+        return Claim(opening, code, began, opening.asked, end, capacity, required, notes, named)
 
     def blind(self, start, end):
         """No status message could reach an opener: the contract then allows a fallback."""
@@ -284,7 +289,10 @@ def _solve(claims, activations, candidates):
 
     def place(i):
         if i == len(activations):
-            return all(owned[id(c)] for c in claims if c.required)
+            # A success owns a cycle, and names the adapter whose trigger cycled the relay
+            # (the last it owns: the fallback's, when a blind UDP attempt also cycled it).
+            return all(owned[id(c)] and (c.adapter is None or activations[owned[id(c)][-1]][1] == c.adapter)
+                       for c in claims if c.required)
         for c in candidates[i]:
             if fits(c, activations[i][1]):
                 owned[id(c)].append(i)
@@ -325,6 +333,13 @@ def _diagnose(facts, claims, activations, candidates):
     for claim in claims:
         if claim.required and not any(claim in found for found in candidates):
             return Violation("exit 0 without a relay activation", f"{_claim(claim)}: no activation in its window")
+    for claim in claims:
+        if claim.required and claim.adapter and \
+                not any(claim in found and via == claim.adapter for (_, via), found in zip(activations, candidates)):
+            vias = [f"{_t(at)} via {via}" for (at, via), found in zip(activations, candidates) if claim in found]
+            return Violation("success naming an adapter that did not cycle the relay",
+                             f"{_claim(claim)} names {claim.adapter}; the relay cycled in its window only "
+                             + ", ".join(vias))
     listing = "; ".join(f"{_t(at)} via {via} -> {_claims(found)}" for (at, via), found in zip(activations, candidates))
     return Violation("no consistent attribution", listing)
 
