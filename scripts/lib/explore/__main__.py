@@ -2,13 +2,14 @@
 check the first promise across fault schedules (docs/TESTING.md#the-fault-explorer)."""
 
 import argparse
-import concurrent.futures
 import contextlib
 import io
 import itertools
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 
 from .check import check
@@ -84,20 +85,43 @@ def _results(seeds, args, started):
             ok, text = _explore_captured(seed, args)
             yield seed, ok, text
         return
-    seeds = iter(seeds)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        pending = []  # (seed, future), oldest first
+    yield from _in_parallel(iter(seeds), args, over_budget)
+
+
+def _in_parallel(seeds, args, over_budget):
+    """Each seed in a process of its own (`--seed S`), `--jobs` at once; results in seed
+    order. Interrupted (SIGINT, SIGTERM), it starts nothing more and stops the running
+    seeds with SIGTERM, on which each unwinds: it kills what it started, removes its folder."""
+    passed = [flag for flag, on in (("--no-shrink", args.no_shrink), ("--keep", args.keep),
+                                    ("--verbose", args.verbose)) if on]
+    command = [sys.executable, "-B", "-m", __package__, "--bin-dir", args.bin_dir] + passed
+    running = []  # (seed, process, its output file), oldest first
+    try:
         while True:
-            while len(pending) < args.jobs * 2 and not over_budget():
+            while len(running) < args.jobs and not over_budget():
                 seed = next(seeds, None)
                 if seed is None:
                     break
-                pending.append((seed, pool.submit(_explore_captured, seed, args)))
-            if not pending:
+                # A file, not a pipe: a seed that prints much never waits for its turn.
+                out = tempfile.TemporaryFile("w+")
+                process = subprocess.Popen(command + ["--seed", str(seed)], stdout=out, stderr=subprocess.STDOUT)
+                running.append((seed, process, out))
+            if not running:
                 return
-            seed, future = pending.pop(0)
-            ok, text = future.result()
-            yield seed, ok, text
+            seed, process, out = running.pop(0)
+            process.wait()
+            out.seek(0)
+            text = out.read()
+            out.close()
+            # The seed's own summary line ("explore: 1 seeds, ...") is the parent's to say.
+            text = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("explore: "))
+            yield seed, process.returncode == 0, text
+    finally:
+        for _, process, _ in running:
+            process.terminate()
+        for _, process, out in running:
+            process.wait()
+            out.close()
 
 
 def _explore_captured(seed, args):
