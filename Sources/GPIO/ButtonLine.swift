@@ -27,7 +27,6 @@ public final class ButtonLine: @unchecked Sendable {
     /// Valid while this object lives.
     public let eventFD: Int32
 
-    private let api: GPIODAPI
     private let chip: OpaquePointer
     private let line: OpaquePointer
 
@@ -36,7 +35,6 @@ public final class ButtonLine: @unchecked Sendable {
         offset: UInt32,
         activeLow: Bool,
         eventFD: Int32,
-        api: GPIODAPI,
         chip: OpaquePointer,
         line: OpaquePointer
     ) {
@@ -44,7 +42,6 @@ public final class ButtonLine: @unchecked Sendable {
         self.offset = offset
         self.activeLow = activeLow
         self.eventFD = eventFD
-        self.api = api
         self.chip = chip
         self.line = line
     }
@@ -58,30 +55,29 @@ public final class ButtonLine: @unchecked Sendable {
         activeLow: Bool,
         consumer: String = "gate"
     ) throws(GPIOError) -> ButtonLine {
-        let api = try GPIODLibrary.api(for: "cannot open GPIO chip \(name)")
-        guard let chip = api.chip_open_lookup(name) else {
+        guard let chip = gpiod_chip_open_lookup(name) else {
             throw GPIOError("cannot open GPIO chip \(name)", call: "gpiod_chip_open_lookup", code: errno)
         }
-        guard let line = api.chip_get_line(chip, offset) else {
+        guard let line = gpiod_chip_get_line(chip, offset) else {
             let code = errno
-            api.chip_close(chip)
+            gpiod_chip_close(chip)
             throw GPIOError("cannot find line \(offset) on GPIO chip \(name)", call: "gpiod_chip_get_line", code: code)
         }
         let bias = activeLow ? gate_gpiod_flag_bias_pull_up() : gate_gpiod_flag_bias_pull_down()
-        guard api.line_request_both_edges_events_flags(line, consumer, bias) == 0 else {
+        guard gpiod_line_request_both_edges_events_flags(line, consumer, bias) == 0 else {
             let code = errno
-            api.chip_close(chip)
+            gpiod_chip_close(chip)
             throw GPIOError(
                 "cannot request line \(offset) of GPIO chip \(name) for edge events",
                 call: "gpiod_line_request_both_edges_events_flags",
                 code: code
             )
         }
-        let fd = api.line_event_get_fd(line)
+        let fd = gpiod_line_event_get_fd(line)
         guard fd >= 0 else {
             let code = errno
-            api.line_release(line)
-            api.chip_close(chip)
+            gpiod_line_release(line)
+            gpiod_chip_close(chip)
             throw GPIOError(
                 "cannot get the event fd of line \(offset) of GPIO chip \(name)",
                 call: "gpiod_line_event_get_fd",
@@ -93,7 +89,6 @@ public final class ButtonLine: @unchecked Sendable {
             offset: offset,
             activeLow: activeLow,
             eventFD: fd,
-            api: api,
             chip: chip,
             line: line
         )
@@ -101,7 +96,7 @@ public final class ButtonLine: @unchecked Sendable {
 
     deinit {
         // Releasing the line closes its event fd; closing the chip frees the line object.
-        api.line_release(line)
-        api.chip_close(chip)
+        gpiod_line_release(line)
+        gpiod_chip_close(chip)
     }
 }

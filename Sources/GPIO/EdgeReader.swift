@@ -77,7 +77,6 @@ public final class EdgeReader: Sendable {
 
     private init(fd: Int32, keepingAlive owner: (any AnyObject & Sendable)?) throws(GPIOError) {
         let context = "cannot read button events from fd \(fd)"
-        let api = try GPIODLibrary.api(for: context)
         let wake: WakeSignal
         do {
             wake = try WakeSignal()
@@ -93,7 +92,7 @@ public final class EdgeReader: Sendable {
         self.outcome = outcome
         continuation.onTermination = { _ in wake.signal() }
         let failure = OSThread.detach {
-            let ending = EdgeReader.readLoop(fd: fd, wake: wake, api: api, into: continuation)
+            let ending = EdgeReader.readLoop(fd: fd, wake: wake, into: continuation)
             // Set before finishing, so a consumer whose loop just ended sees it.
             outcome.value.withLock { $0 = ending }
             continuation.finish()
@@ -122,7 +121,6 @@ public final class EdgeReader: Sendable {
     private static func readLoop(
         fd: Int32,
         wake: WakeSignal,
-        api: GPIODAPI,
         into continuation: AsyncStream<Edge>.Continuation
     ) -> Ending {
         var fds = [
@@ -138,7 +136,7 @@ public final class EdgeReader: Sendable {
             let ready = Int32(fds[0].revents)
             if ready & POLLIN != 0 {
                 var event = gpiod_line_event()
-                guard api.line_event_read_fd(fd, &event) == 0 else {
+                guard gpiod_line_event_read_fd(fd, &event) == 0 else {
                     let code = errno
                     if code == EINTR || code == EAGAIN { continue }
                     // EIO here is a partial record (or EOF inside one): later bytes

@@ -9,7 +9,7 @@ import Musl
 public struct GPIOError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What was being done, as the start of the sentence.
     public var context: String
-    /// The C call that failed (`gpiod_chip_open_lookup`, `poll`, `dlopen libgpiod.so.2`).
+    /// The C call that failed (`gpiod_chip_open_lookup`, `poll`).
     public var call: String
     /// The errno it left, or -1 when the failure is not an errno (`words` then says why).
     public var code: Int32
@@ -32,12 +32,4 @@ public struct GPIOError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(context): \(call): \(words)" }
-
-    /// The same failure, in the words of another step (a load failure is met by
-    /// whichever step first needs the library).
-    func reworded(_ context: String) -> GPIOError {
-        var copy = self
-        copy.context = context
-        return copy
-    }
 }

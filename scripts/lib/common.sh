@@ -1,9 +1,9 @@
 # Shared by the scripts in scripts/: package installation and temporary folders.
 
 # What `swift build` needs beyond Swift: the C headers behind the system-library
-# targets (Sources/CMosquitto: mosquitto.h, Sources/CGPIOD: gpiod.h of libgpiod 1.6);
-# libgpiod2 and libmosquitto1 come with them. Every script that builds installs these.
-BUILD_PACKAGES=(libmosquitto-dev libgpiod-dev)
+# targets (Sources/CMosquitto: mosquitto.h, Sources/CGPIOD: gpiod.h of libgpiod 1.6,
+# Sources/CSDBus: systemd/sd-bus.h); the libraries come with them. Every script that builds installs these.
+BUILD_PACKAGES=(libmosquitto-dev libgpiod-dev libsystemd-dev)
 
 # Installs Debian packages that are missing, with apt-get (sudo only when not root).
 ensure_packages() {

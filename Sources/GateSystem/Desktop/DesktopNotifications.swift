@@ -72,11 +72,6 @@ public final class DesktopNotifications: Sendable {
 
     private func showNow(_ notice: NotificationMachine.Notice) -> Result<UInt32, DesktopNotificationFailure> {
         if let unavailability { return .failure(unavailability) }
-        let api: SDBusAPI
-        switch SDBusLibrary.loaded {
-        case .success(let loaded): api = loaded
-        case .failure(let failure): return .failure(failure)
-        }
         return connection.withLock { slot -> Result<UInt32, DesktopNotificationFailure> in
             if let open = slot, !open.isOpen { slot = nil }
             let bus: SessionBusConnection
@@ -84,7 +79,7 @@ public final class DesktopNotifications: Sendable {
                 bus = open
             } else {
                 do throws(DesktopNotificationFailure) {
-                    bus = try SessionBusConnection(api: api)
+                    bus = try SessionBusConnection()
                 } catch {
                     return .failure(error)
                 }
@@ -103,14 +98,9 @@ extension DesktopNotifications {
     /// at most `callTimeoutMicroseconds`; shows nothing.
     public func serverFacts() -> NotifyFacts {
         if unavailability != nil { return .noSessionBus }
-        let api: SDBusAPI
-        switch SDBusLibrary.loaded {
-        case .success(let loaded): api = loaded
-        case .failure(let failure): return .failed(why: failure.description)
-        }
         let bus: SessionBusConnection
         do throws(DesktopNotificationFailure) {
-            bus = try SessionBusConnection(api: api)
+            bus = try SessionBusConnection()
         } catch {
             return .failed(why: error.description)
         }
@@ -121,24 +111,22 @@ extension DesktopNotifications {
 /// Owns one `sd_bus *` (a connection to the user's session bus). Not thread-safe, as
 /// sd-bus is not: `DesktopNotifications` uses it under its lock only.
 final class SessionBusConnection {
-    private let api: SDBusAPI
     private let bus: OpaquePointer
 
-    init(api: SDBusAPI) throws(DesktopNotificationFailure) {
+    init() throws(DesktopNotificationFailure) {
         var opened: OpaquePointer?
-        let code = api.sd_bus_open_user(&opened)
+        let code = sd_bus_open_user(&opened)
         guard code >= 0, let opened else {
             throw .failed("cannot connect to the D-Bus session bus: sd_bus_open_user: \(SystemError.text(for: -code))")
         }
-        self.api = api
         self.bus = opened
     }
 
     deinit {
-        _ = api.sd_bus_flush_close_unref(bus)
+        _ = sd_bus_flush_close_unref(bus)
     }
 
-    var isOpen: Bool { api.sd_bus_is_open(bus) > 0 }
+    var isOpen: Bool { sd_bus_is_open(bus) > 0 }
 
     /// `Notify(s app_name, u replaces_id, s app_icon, s summary, s body, as actions,
     /// a{sv} hints, i expire_timeout) -> u id`, with the hint `urgency` (a byte).
@@ -146,20 +134,19 @@ final class SessionBusConnection {
         var created: OpaquePointer?
         var code = newCall("Notify", &created)
         guard code >= 0, let message = created else { return Self.failure("sd_bus_message_new_method_call", code) }
-        defer { _ = api.sd_bus_message_unref(message) }
+        defer { _ = sd_bus_message_unref(message) }
 
-        let api = self.api
         func type(_ letter: Unicode.Scalar) -> CChar { CChar(bitPattern: UInt8(ascii: letter)) }
         func string(_ text: String) -> Int32 {
-            text.withCString { api.sd_bus_message_append_basic(message, type("s"), $0) }
+            text.withCString { sd_bus_message_append_basic(message, type("s"), $0) }
         }
         func basic<Value>(_ letter: Unicode.Scalar, _ value: Value) -> Int32 {
-            withUnsafePointer(to: value) { api.sd_bus_message_append_basic(message, type(letter), $0) }
+            withUnsafePointer(to: value) { sd_bus_message_append_basic(message, type(letter), $0) }
         }
         func open(_ letter: Unicode.Scalar, _ contents: String) -> Int32 {
-            api.sd_bus_message_open_container(message, type(letter), contents)
+            sd_bus_message_open_container(message, type(letter), contents)
         }
-        let close = { api.sd_bus_message_close_container(message) }
+        let close = { sd_bus_message_close_container(message) }
         let steps: [() -> Int32] = [
             { string(DesktopNotifications.appName) }, { basic("u", notice.replaces) }, { string("") },
             { string(notice.summary) }, { string(notice.body) },
@@ -180,9 +167,9 @@ final class SessionBusConnection {
             let advice = failure.serviceUnknown ? " (no notification server runs in this session)" : ""
             return .failure(.failed("cannot show a desktop notification: Notify: \(failure.words)\(advice)"))
         }
-        defer { _ = api.sd_bus_message_unref(reply) }
+        defer { _ = sd_bus_message_unref(reply) }
         var id: UInt32 = 0
-        code = api.sd_bus_message_read_basic(reply, type("u"), &id)
+        code = sd_bus_message_read_basic(reply, type("u"), &id)
         guard code > 0 else { return Self.failure("sd_bus_message_read_basic", code) }
         return .success(id)
     }
@@ -194,18 +181,18 @@ final class SessionBusConnection {
         guard code >= 0, let message = created else {
             return .failed(why: "sd_bus_message_new_method_call: \(SystemError.text(for: -code))")
         }
-        defer { _ = api.sd_bus_message_unref(message) }
+        defer { _ = sd_bus_message_unref(message) }
         let reply: OpaquePointer
         switch call(message) {
         case .success(let answered): reply = answered
         case .failure(let failure) where failure.serviceUnknown: return .noServer
         case .failure(let failure): return .failed(why: "GetServerInformation: \(failure.words)")
         }
-        defer { _ = api.sd_bus_message_unref(reply) }
+        defer { _ = sd_bus_message_unref(reply) }
         var texts: [String] = []
         for _ in 0..<3 {
             var text: UnsafePointer<CChar>?
-            let read = api.sd_bus_message_read_basic(reply, CChar(bitPattern: UInt8(ascii: "s")), &text)
+            let read = sd_bus_message_read_basic(reply, CChar(bitPattern: UInt8(ascii: "s")), &text)
             guard read > 0, let text else {
                 return .failed(
                     why: "GetServerInformation: an answer outside the specification (sd_bus_message_read_basic: "
@@ -218,7 +205,7 @@ final class SessionBusConnection {
     }
 
     private func newCall(_ member: String, _ created: inout OpaquePointer?) -> Int32 {
-        api.sd_bus_message_new_method_call(
+        sd_bus_message_new_method_call(
             bus,
             &created,
             "org.freedesktop.Notifications",
@@ -238,11 +225,11 @@ final class SessionBusConnection {
     /// Sends `message` and waits for the reply (which the caller unrefs).
     private func call(_ message: OpaquePointer) -> Result<OpaquePointer, CallFailure> {
         var error = sd_bus_error()
-        defer { api.sd_bus_error_free(&error) }
+        defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
-        let code = api.sd_bus_call(bus, message, DesktopNotifications.callTimeoutMicroseconds, &error, &reply)
+        let code = sd_bus_call(bus, message, DesktopNotifications.callTimeoutMicroseconds, &error, &reply)
         guard code >= 0, let reply else {
-            if let reply { _ = api.sd_bus_message_unref(reply) }
+            if let reply { _ = sd_bus_message_unref(reply) }
             let name = error.name.map { String(cString: $0) }
             let words = error.message.map { String(cString: $0) }
             let detail = [name, words].compactMap { $0 }.joined(separator: ": ")
@@ -253,34 +240,5 @@ final class SessionBusConnection {
 
     private static func failure(_ call: String, _ code: Int32) -> Result<UInt32, DesktopNotificationFailure> {
         .failure(.failed("cannot show a desktop notification: \(call): \(SystemError.text(for: -code))"))
-    }
-}
-
-/// libsystemd's sd-bus functions, loaded on first use (see CSDBus/shim.h).
-enum SDBusLibrary {
-    static let loaded: Result<SDBusAPI, DesktopNotificationFailure> = {
-        var table = gate_sdbus_api()
-        if let failure = gate_sdbus_load(&table) {
-            return .failure(
-                .unavailable(
-                    "libsystemd cannot be loaded (\(String(cString: failure))); install the package libsystemd0"
-                )
-            )
-        }
-        return .success(SDBusAPI(table: table))
-    }()
-}
-
-/// The table of sd-bus functions, every entry present (checked when loaded).
-///
-/// `@unchecked Sendable`: it holds only C function pointers, filled once before it
-/// is shared and never changed after.
-@dynamicMemberLookup
-struct SDBusAPI: @unchecked Sendable {
-    var table: gate_sdbus_api
-
-    /// `api.sd_bus_call(...)` calls `sd_bus_call`. Never nil: the loader fails unless every entry was found.
-    subscript<Function>(dynamicMember keyPath: KeyPath<gate_sdbus_api, Function?>) -> Function {
-        table[keyPath: keyPath]!
     }
 }
