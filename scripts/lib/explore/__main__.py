@@ -94,7 +94,8 @@ def _in_parallel(seeds, args, over_budget):
     seeds with SIGTERM, on which each unwinds: it kills what it started, removes its folder."""
     passed = [flag for flag, on in (("--no-shrink", args.no_shrink), ("--keep", args.keep),
                                     ("--verbose", args.verbose)) if on]
-    command = [sys.executable, "-B", "-m", __package__, "--bin-dir", args.bin_dir] + passed
+    command = [sys.executable, "-B", "-m", __package__, "--bin-dir", args.bin_dir,
+               "--protocol", str(args.protocol)] + passed
     running = []  # (seed, process, its output file), oldest first
     try:
         while True:
@@ -143,6 +144,9 @@ def parse():
     parser.add_argument("--no-shrink", action="store_true", help="do not look for a shorter failing prefix")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder (logs, trigger log, history)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print each step as it runs")
+    parser.add_argument("--protocol", type=int, choices=(1, 2), default=1,
+                        help="the protocol gate and esp32-sim speak (2: signed frames, one key provisioned "
+                             "for both; default 1)")
     parser.add_argument("--jobs", "-j", type=int, default=1,
                         help="run this many seeds at once, each in its own process (default 1)")
     parser.add_argument("--bin-dir", default=".build/debug", help="where gate and esp32-sim are (.build/debug)")
@@ -179,7 +183,7 @@ def explore(seed, args):
 
 def run(setup, steps, args, verbose=False):
     try:
-        outcome = play(setup, steps, args.bin_dir, keep=args.keep, verbose=verbose)
+        outcome = play(setup, steps, args.bin_dir, keep=args.keep, verbose=verbose, protocol=args.protocol)
     except RuntimeError as error:
         return str(error), None
     violations, claims = check(outcome)

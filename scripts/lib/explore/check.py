@@ -158,10 +158,13 @@ class Facts:
             if death is not None:
                 notes.append("the daemon exited before any record of this press")
         capacity = 0 if code in (69, 75, 78, 64) or not began else 1
-        if capacity and self.blind(opening.asked, end):
+        # Protocol v2: the fallback carries the same frame, which the relay fires once.
+        if capacity and self.outcome.protocol == 1 and self.blind(opening.asked, end):
             capacity = 2
             notes.append("the status topic was blind during it: a fallback after a UDP trigger is allowed")
-        forged = self.events_in(["forge"], opening.asked - 2, end)
+        # Under v1 a forged `1`-`0` on the status topic can pass for a cycle; under v2 only
+        # signed replies count, so every success owns a cycle.
+        forged = self.outcome.protocol == 1 and self.events_in(["forge"], opening.asked - 2, end)
         required = code == 0 and not forged
         named = None
         if required:

@@ -39,14 +39,15 @@ class Outcome:
     unfinished: list  # labels of CLIs that did not exit by themselves
     work: str
     began: float  # when the first step ran
+    protocol: int  # 1, or 2 (signed frames: the relay itself fires once per frame)
 
 
-def play(setup, steps, bin_dir, keep=False, verbose=False):
+def play(setup, steps, bin_dir, keep=False, verbose=False, protocol=1):
     """Runs `steps` in a fresh folder; returns an Outcome. The folder goes unless `keep`."""
     work = tempfile.mkdtemp(prefix="gate-explore-")
     world = None
     try:
-        world = World(work, bin_dir, setup)
+        world = World(work, bin_dir, setup, protocol=protocol)
         world.start()
         log = []
         world.began = time.time()
@@ -130,7 +131,7 @@ def _collect(world, log, unfinished):
         daemons.append(DaemonEnd(daemon, daemon.pid in world.daemon_killed, alive, daemon.returncode, fds, threads,
                                  world.baselines.get(daemon.pid)))
     return Outcome(world.openings, _activations(world.work), _history(world.work), world.timeline, world.configs,
-                   daemons, gate_status(world), log, unfinished, world.work, world.began)
+                   daemons, gate_status(world), log, unfinished, world.work, world.began, world.protocol)
 
 
 def _proc_counts(pid):

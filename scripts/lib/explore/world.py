@@ -34,12 +34,13 @@ class Config:
         """The client's wait for a daemon that took its opening (OpeningLimit.swift)."""
         return self.udp_timeout + self.mqtt_timeout + 5
 
-    def text(self, sim_port, broker_port):
+    def text(self, sim_port, broker_port, protocol=1):
         return (
             f'[udp]\nhost = "127.0.0.1"\nport = {sim_port}\ntimeout = {self.udp_timeout}\n'
             f'[mqtt]\nhost = "127.0.0.1"\nport = {broker_port}\ntimeout = {self.mqtt_timeout}\n'
             f"[runtime]\nreset_delay = {self.reset_delay}\ncooldown = {self.cooldown}\n"
             "[homeassistant]\n"
+            + ("[esp32]\nprotocol = 2\nkey_id = 1\n" if protocol == 2 else "")
         )
 
 
@@ -81,9 +82,10 @@ class Opening:
 
 
 class World:
-    def __init__(self, work, bin_dir, setup, timeline=None):
+    def __init__(self, work, bin_dir, setup, timeline=None, protocol=1):
         self.work = work
         self.bin_dir = bin_dir
+        self.protocol = protocol
         self.timeline = timeline or Timeline()
         self.config = setup.config
         self.configs = [setup.config]
@@ -97,6 +99,8 @@ class World:
         self._timers = []
         self._seq = itertools.count()
         self.env = self._environment()
+        if protocol == 2:
+            self._provision_key()
         self.broker_port = free_port()
         self.sim_port = free_port("udp")
         self.broker = self.proxy = self.sim = None
@@ -104,6 +108,17 @@ class World:
         self.delay = setup.delay
         self.config_path = f"{work}/gate.toml"
         self.fifo = f"{work}/button.fifo"
+
+    def _provision_key(self):
+        """Protocol v2: one key, as the credential esp32-key of every gate process (systemd's
+        credentials folder) and as the simulator's key 1."""
+        key = os.urandom(32).hex()
+        folder = f"{self.work}/credentials"
+        os.makedirs(folder, mode=0o700)
+        self.key_file = f"{folder}/esp32-key"
+        with open(os.open(self.key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(key)
+        self.env["CREDENTIALS_DIRECTORY"] = folder
 
     def start(self):
         """Broker, proxy, simulator, configuration, daemon; RuntimeError if one cannot start."""
@@ -210,6 +225,8 @@ class World:
                 "--trigger-log", f"{self.work}/triggers.jsonl"]
         if fault != "none":
             argv += ["--fault", fault]
+        if self.protocol == 2:
+            argv += ["--protocol", "2", "--key-file", f"1={self.key_file}"]
         out = f"{self.work}/sim.out"
         before = read_text(out).count("ready")
         sim = Child("esp32-sim", argv, self.env, out, f"{self.work}/sim.err")
@@ -238,7 +255,7 @@ class World:
     def write_config(self, config):
         """Replaced by rename, as an editor does: a reader never sees half a file."""
         with open(self.config_path + ".new", "w") as f:
-            f.write(config.text(self.sim_port, self.broker_port))
+            f.write(config.text(self.sim_port, self.broker_port, self.protocol))
         os.rename(self.config_path + ".new", self.config_path)
         self.config = config
         self.configs.append(config)
