@@ -170,6 +170,11 @@ class Facts:
         if required:
             source = opening.json if isinstance(opening.json, dict) else entry
             named = (source or {}).get("adapter")
+            # When two triggers left (a fallback after a blind UDP attempt), a cycle seen
+            # after both is either's: v1 cannot tell which one the relay took.
+            sent = [a for a in (source or {}).get("attempts") or [] if a.get("trigger_sent")]
+            if len(sent) > 1 or (capacity == 2 and "attempts" not in (source or {})):
+                named = None
         return Claim(opening, code, began, opening.asked, end, capacity, required, notes, named)
 
     def blind(self, start, end):
