@@ -45,14 +45,13 @@ final class ServiceProgress: Sendable {
         }
     }
 
-    /// A task that yields `input` into a service's stream every `beat`; nil without a watchdog.
-    func beats(_ yield: @escaping @Sendable () -> Void) -> Task<Void, Never>? {
-        guard let beat else { return nil }
-        return Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: beat)
-                yield()
-            }
+    /// A beat every `beat`, for a service to merge into its inputs; none without a watchdog.
+    /// Each beat is made when its reader asks for it, in the reader's task.
+    func beats() -> AsyncStream<Void> {
+        guard let beat else { return AsyncStream { $0.finish() } }
+        return AsyncStream {
+            try? await Task.sleep(for: beat)
+            return Task.isCancelled ? nil : ()
         }
     }
 }
