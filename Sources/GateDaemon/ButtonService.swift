@@ -5,13 +5,6 @@ import GateSystem
 import Logging
 import ServiceLifecycle
 
-/// Where the button's edges come from, and how to open it again after a failure.
-struct ButtonSource: Sendable {
-    /// For logs: "gpiochip0 line 17", or the test FIFO.
-    let origin: String
-    let open: @Sendable () throws -> EdgeReader
-}
-
 /// The push button (docs/CONTRACT.md#gate-daemon, docs/CONTRACT.md#configuration): edges in, debounced,
 /// one press = one opening with source `button`, under the same lock and
 /// cooldown as `gate open`.

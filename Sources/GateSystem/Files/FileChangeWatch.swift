@@ -114,8 +114,3 @@ public final class FileChangeWatch: Sendable {
         return false
     }
 }
-
-public struct FolderIdentity: Sendable, Hashable {
-    public let device: UInt64
-    public let inode: UInt64
-}
