@@ -1,16 +1,9 @@
+import AsyncAlgorithms
 import GPIO
 import GateCore
 import GateSystem
 import Logging
 import ServiceLifecycle
-import Synchronization
-
-/// Where the button's edges come from, and how to open it again after a failure.
-struct ButtonSource: Sendable {
-    /// For logs: "gpiochip0 line 17", or the test FIFO.
-    let origin: String
-    let open: @Sendable () throws -> EdgeReader
-}
 
 /// The push button (docs/CONTRACT.md#gate-daemon, docs/CONTRACT.md#configuration): edges in, debounced,
 /// one press = one opening with source `button`, under the same lock and
@@ -41,7 +34,8 @@ struct ButtonService: Service, CustomStringConvertible {
         case ended
         /// Time to open the source again after a failure.
         case reopen
-        case shutdown
+        /// The opening of a press ended.
+        case openingEnded
         /// The watchdog's beat (ServiceProgress): this loop is alive.
         case beat
     }
@@ -50,27 +44,27 @@ struct ButtonService: Service, CustomStringConvertible {
     private struct Loop {
         var button: ButtonConfig
         var debouncer: ButtonDebouncer
+        var reader: EdgeReader
+        /// Where the reader's edges, the timers and the openings' ends go.
+        let inputs: AsyncStream<Input>.Continuation
         var backoff = RestartBackoff()
-        var timer: Task<Void, Never>?
-        var reopening: Task<Void, Never>?
+        /// An opening of a press is running: a press now is ignored, never queued.
+        var busy = false
     }
 
     func run() async {
-        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let current = ReaderSlot(reader)
-        current.forward(into: continuation)
-        let reloads = Task {
-            for await config in context.buttonUpdates { continuation.yield(.config(config)) }
-        }
-        let beats = context.progress.beats { continuation.yield(.beat) }
-        defer {
-            reloads.cancel()
-            beats?.cancel()
-        }
+        // Subscribed before the configuration is read: no reload falls in between.
+        let configs = context.configUpdates().map(Input.config)
+        let beats = context.progress.beats().map { Input.beat }
+        let (events, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         let button = context.config.button ?? ButtonConfig(line: 0)
-        var loop = Loop(button: button, debouncer: Self.debouncer(for: button, startNs: context.startNs))
+        var loop = Loop(
+            button: button,
+            debouncer: Self.debouncer(for: button, startNs: context.startNs),
+            reader: reader,
+            inputs: continuation
+        )
         _ = loop.backoff.handle(.started(at: MonotonicClock.now()))
-        let openings = OpeningSlot()
         context.logger.info(
             "button armed",
             metadata: [
@@ -78,32 +72,38 @@ struct ButtonService: Service, CustomStringConvertible {
                 "debounce_ms": "\(button.debounceMilliseconds)",
             ]
         )
-        await withGracefulShutdownHandler {
-            for await input in inputs {
-                guard await handle(input, loop: &loop, current: current, openings: openings, continuation) else {
-                    break
+        // The openings of presses: waited for, never cancelled, when the loop ends.
+        await withDiscardingTaskGroup { openings in
+            // The reader's forwarding and the timers: ended with the loop.
+            await withDiscardingTaskGroup { children in
+                children.addTask(operation: Self.forward(reader, into: continuation))
+                for await input in merge(configs, beats, events).cancelOnGracefulShutdown() {
+                    guard await handle(input, loop: &loop, children: &children, openings: &openings) else { break }
                 }
+                loop.reader.stop()
+                children.cancelAll()
             }
-        } onGracefulShutdown: {
-            current.stop()
-            continuation.yield(.shutdown)
-        }
-        loop.timer?.cancel()
-        loop.reopening?.cancel()
-        current.stop()
-        if openings.isBusy, let running = openings.current {
-            context.logger.info("stopping: letting the opening in flight finish")
-            await running.value
+            if loop.busy { context.logger.info("stopping: letting the opening in flight finish") }
         }
     }
 
-    /// One input; false when the loop ends (shutdown).
+    /// A reader's edges into the loop's inputs, then `.ended`.
+    private static func forward(
+        _ reader: EdgeReader,
+        into continuation: AsyncStream<Input>.Continuation
+    ) -> @Sendable () async -> Void {
+        {
+            for await edge in reader.edges { continuation.yield(.edge(edge)) }
+            continuation.yield(.ended)
+        }
+    }
+
+    /// One input; false when the loop ends (its reader was stopped).
     private func handle(
         _ input: Input,
         loop: inout Loop,
-        current: ReaderSlot,
-        openings: OpeningSlot,
-        _ continuation: AsyncStream<Input>.Continuation
+        children: inout DiscardingTaskGroup,
+        openings: inout DiscardingTaskGroup
     ) async -> Bool {
         let logger = context.logger
         let actions: [ButtonDebouncer.Action]
@@ -115,8 +115,6 @@ struct ButtonService: Service, CustomStringConvertible {
             }
             context.progress.report(Self.name)
             return true
-        case .shutdown:
-            return false
         case .edge(let edge):
             logger.trace("button edge", metadata: ["kind": "\(edge.kind)", "ts_ns": "\(edge.timestampNs)"])
             switch edge.kind {
@@ -129,25 +127,26 @@ struct ButtonService: Service, CustomStringConvertible {
             reload(config, loop: &loop)
             actions = []
         case .ended:
-            guard let ending = current.ending, ending != .stopped, !Task.isShuttingDownGracefully else { return false }
-            failed(Self.words(for: ending), loop: &loop, continuation)
+            guard let ending = loop.reader.ending, ending != .stopped, !Task.isShuttingDownGracefully else {
+                return false
+            }
+            failed(Self.words(for: ending), loop: &loop, children: &children)
             return true
         case .reopen:
-            reopen(loop: &loop, current: current, continuation)
+            reopen(loop: &loop, children: &children)
+            return true
+        case .openingEnded:
+            loop.busy = false
             return true
         }
         for action in actions {
             switch action {
             case .press(let at):
-                press(at: at, openings: openings)
+                press(at: at, loop: &loop, openings: &openings)
             case .armTimer(let at):
-                loop.timer?.cancel()
-                loop.timer = Task {
-                    let wait = Int64(at) - Int64(MonotonicClock.now().nanoseconds)
-                    if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
-                    guard !Task.isCancelled else { return }
-                    continuation.yield(.timer(at: at))
-                }
+                // A timer replaced by a later one fires needlessly: harmless (ButtonDebouncer).
+                let wait = Int64(at) - Int64(MonotonicClock.now().nanoseconds)
+                children.addTimer(after: .nanoseconds(max(0, wait)), .timer(at: at), into: loop.inputs)
             }
         }
         return true
@@ -169,7 +168,7 @@ struct ButtonService: Service, CustomStringConvertible {
     }
 
     /// The reader (or opening it again) failed: reported, and tried again after the backoff.
-    private func failed(_ why: String, loop: inout Loop, _ continuation: AsyncStream<Input>.Continuation) {
+    private func failed(_ why: String, loop: inout Loop, children: inout DiscardingTaskGroup) {
         let now = MonotonicClock.now()
         guard case .restart(let at, let after, let failures) = loop.backoff.handle(.failed(at: now)) else { return }
         context.logger.error(
@@ -177,23 +176,20 @@ struct ButtonService: Service, CustomStringConvertible {
             metadata: ["button": "\(source.origin)", "why": "\(why)", "failures": "\(failures)"]
         )
         context.report(PartReport(part: Self.name, failures: failures, lastFailure: why, restartIn: after))
-        loop.reopening?.cancel()
-        loop.reopening = Task {
-            try? await Task.sleep(for: at.duration(since: MonotonicClock.now()))
-            guard !Task.isCancelled else { return }
-            continuation.yield(.reopen)
-        }
+        // The only timer of its kind: a new failure comes from the next reader, not before.
+        children.addTimer(after: at.duration(since: MonotonicClock.now()), .reopen, into: loop.inputs)
     }
 
-    private func reopen(loop: inout Loop, current: ReaderSlot, _ continuation: AsyncStream<Input>.Continuation) {
+    private func reopen(loop: inout Loop, children: inout DiscardingTaskGroup) {
         let reader: EdgeReader
         do {
             reader = try source.open()
         } catch {
-            failed("\(error)", loop: &loop, continuation)
+            failed("\(error)", loop: &loop, children: &children)
             return
         }
-        current.replace(with: reader, forwardingInto: continuation)
+        loop.reader = reader
+        children.addTask(operation: Self.forward(reader, into: loop.inputs))
         _ = loop.backoff.handle(.started(at: MonotonicClock.now()))
         let report = context.partReports.first { $0.part == Self.name }
         context.logger.notice(
@@ -219,16 +215,18 @@ struct ButtonService: Service, CustomStringConvertible {
         }
     }
 
-    private func press(at ns: UInt64, openings: OpeningSlot) {
-        let logger = context.logger
-        if openings.isBusy {
-            logger.notice("button press ignored: an opening is in progress", metadata: ["source": "button"])
+    private func press(at ns: UInt64, loop: inout Loop, openings: inout DiscardingTaskGroup) {
+        if loop.busy {
+            context.logger.notice("button press ignored: an opening is in progress", metadata: ["source": "button"])
             return
         }
+        // Busy before the next input: the next edge already sees it.
+        loop.busy = true
         let context = self.context
-        // The slot is marked busy before this returns: the next edge already sees it.
-        openings.start {
+        let inputs = loop.inputs
+        openings.addTask {
             await Self.open(pressedAt: ns, context: context)
+            inputs.yield(.openingEnded)
         }
     }
 
@@ -266,55 +264,5 @@ struct ButtonService: Service, CustomStringConvertible {
                 startNs: startNs
             )
         )
-    }
-}
-
-/// The button's current reader, shared with the shutdown handler; each reader's edges
-/// are forwarded into the service's inputs, then `.ended`.
-final class ReaderSlot: Sendable {
-    private let reader: Mutex<EdgeReader>
-    private let forwarding = Mutex<Task<Void, Never>?>(nil)
-
-    init(_ reader: EdgeReader) {
-        self.reader = Mutex(reader)
-    }
-
-    var ending: EdgeReader.Ending? { reader.withLock { $0.ending } }
-
-    func forward(into continuation: AsyncStream<ButtonService.Input>.Continuation) {
-        let edges = reader.withLock { $0.edges }
-        forwarding.withLock { task in
-            task = Task {
-                for await edge in edges { continuation.yield(.edge(edge)) }
-                continuation.yield(.ended)
-            }
-        }
-    }
-
-    func replace(with next: EdgeReader, forwardingInto continuation: AsyncStream<ButtonService.Input>.Continuation) {
-        reader.withLock { $0 = next }
-        forward(into: continuation)
-    }
-
-    func stop() {
-        reader.withLock { $0.stop() }
-    }
-}
-
-/// The one opening the button may have running.
-final class OpeningSlot: Sendable {
-    private let task = Mutex<Task<Void, Never>?>(nil)
-    private let busy = Mutex(false)
-
-    var isBusy: Bool { busy.withLock { $0 } }
-    var current: Task<Void, Never>? { task.withLock { $0 } }
-
-    func start(_ body: @escaping @Sendable () async -> Void) {
-        busy.withLock { $0 = true }
-        let running = Task { [self] in
-            await body()
-            busy.withLock { $0 = false }
-        }
-        task.withLock { $0 = running }
     }
 }

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import GateCore
 import GateSystem
 import Logging
@@ -31,47 +32,28 @@ struct ConfigService: Service, CustomStringConvertible {
     }
 
     func run() async {
-        let logger = context.logger
-        let (triggers, continuation) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(4))
-        let hangups = Task { [signals = self.hangups] in
-            for await _ in signals { continuation.yield(.hangup) }
-        }
+        let hangups = self.hangups.map { _ in Trigger.hangup }
+        // The watches' events and the looks again for a missing folder.
+        let (own, continuation) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(4))
         // The link itself and, for a symlinked file (a config kept in a repository, say),
         // its target: an edit of the target makes no event in the link's folder.
-        var watches = Watches()
-        var retry: Task<Void, Never>?
-        /// Watches what the configuration's path names now; when a folder is missing
-        /// (replaced by `mv` and not there yet), looks again a second later.
-        @discardableResult
-        func rearm() -> Bool {
-            guard watches.rearm(for: context.configPath, logger: logger, into: continuation) else { return false }
-            if retry == nil {
-                retry = Task {
-                    try? await Task.sleep(for: Self.rearmRetry)
-                    guard !Task.isCancelled else { return }
-                    continuation.yield(.rearm)
+        var watches = Watches(inputs: continuation)
+        await withDiscardingTaskGroup { children in
+            watches.rearm(for: context.configPath, logger: context.logger, children: &children)
+            for await trigger in merge(hangups, own).cancelOnGracefulShutdown() {
+                if case .fileChanged = trigger {
+                    try? await Task.sleep(for: Self.settle)
                 }
+                if case .rearm = trigger { watches.retryPending = false }
+                // Before reading: a replaced folder or a re-pointed link is watched anew first,
+                // so that nothing written after this read goes unseen.
+                let missing = watches.rearm(for: context.configPath, logger: context.logger, children: &children)
+                // A folder still missing: nothing to read yet (the retry comes back).
+                if case .rearm = trigger, missing { continue }
+                reload(because: trigger)
             }
-            return true
-        }
-        rearm()
-        defer {
-            hangups.cancel()
-            retry?.cancel()
             watches.stop()
-        }
-
-        for await trigger in triggers.cancelOnGracefulShutdown() {
-            if case .fileChanged = trigger {
-                try? await Task.sleep(for: Self.settle)
-            }
-            if case .rearm = trigger { retry = nil }
-            // Before reading: a replaced folder or a re-pointed link is watched anew first,
-            // so that nothing written after this read goes unseen.
-            let missing = rearm()
-            // A folder still missing: nothing to read yet (the retry comes back).
-            if case .rearm = trigger, missing { continue }
-            reload(because: trigger)
+            children.cancelAll()
         }
     }
 
@@ -85,23 +67,37 @@ struct ConfigService: Service, CustomStringConvertible {
             let place: Place
             let identity: FolderIdentity
             let watch: FileChangeWatch
-            let forward: Task<Void, Never>
         }
         struct Place: Hashable {
             let folder: String
             let name: String
         }
+        /// Where the watches' events and the retries go.
+        let inputs: AsyncStream<Trigger>.Continuation
         private var armed: [Armed] = []
         /// Places last warned about, so that a missing folder is logged once.
         private var warned: Set<Place> = []
+        /// A look again for a missing folder is on its way (`rearmRetry`).
+        var retryPending = false
 
-        /// Re-makes the watches when the places or their folders changed; true when a
-        /// folder is missing and should be looked for again later.
-        mutating func rearm(
-            for path: String,
-            logger: Logger,
-            into continuation: AsyncStream<Trigger>.Continuation
-        ) -> Bool {
+        init(inputs: AsyncStream<Trigger>.Continuation) {
+            self.inputs = inputs
+        }
+
+        /// Re-makes the watches when the places or their folders changed, each forwarded by
+        /// a child of the loop's group that ends with its watch; when a folder is missing,
+        /// looks again a `rearmRetry` later. True when a folder is missing.
+        @discardableResult
+        mutating func rearm(for path: String, logger: Logger, children: inout DiscardingTaskGroup) -> Bool {
+            let missing = remake(for: path, logger: logger, children: &children)
+            if missing, !retryPending {
+                retryPending = true
+                children.addTimer(after: ConfigService.rearmRetry, .rearm, into: inputs)
+            }
+            return missing
+        }
+
+        private mutating func remake(for path: String, logger: Logger, children: inout DiscardingTaskGroup) -> Bool {
             let places = ConfigService.watchedPlaces(of: path).map { Place(folder: $0.folder, name: $0.name) }
             let wanted = places.map { ($0, FileChangeWatch.identity(of: $0.folder)) }
             let current = armed.map { ($0.place, Optional($0.identity)) }
@@ -122,10 +118,10 @@ struct ConfigService: Service, CustomStringConvertible {
                 }
                 do {
                     let watch = try FileChangeWatch(directory: place.folder, names: [place.name])
-                    let forward = Task {
-                        for await _ in watch.changes { continuation.yield(.fileChanged) }
+                    children.addTask { [inputs] in
+                        for await _ in watch.changes { inputs.yield(.fileChanged) }
                     }
-                    armed.append(Armed(place: place, identity: identity, watch: watch, forward: forward))
+                    armed.append(Armed(place: place, identity: identity, watch: watch))
                     warned.remove(place)
                 } catch {
                     logger.warning(
@@ -146,10 +142,7 @@ struct ConfigService: Service, CustomStringConvertible {
         }
 
         mutating func stop() {
-            for entry in armed {
-                entry.forward.cancel()
-                entry.watch.stop()
-            }
+            for entry in armed { entry.watch.stop() }
             armed = []
         }
     }
@@ -216,15 +209,5 @@ struct ConfigService: Service, CustomStringConvertible {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let folder = String(path[..<slash])
         return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
-    }
-}
-
-/// The one-line `STATUS=` systemd shows under `systemctl status gate`.
-enum DaemonStatus {
-    static func text(for config: GateConfig, button: String?) -> String {
-        var parts: [String] = [button.map { "button on \($0)" } ?? "no button"]
-        if let udp = config.udp { parts.append("UDP \(udp.host):\(udp.port)") }
-        if let mqtt = config.mqtt { parts.append("MQTT \(mqtt.host):\(mqtt.port)") }
-        return "ready: " + parts.joined(separator: ", ")
     }
 }

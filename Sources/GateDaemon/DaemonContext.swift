@@ -6,11 +6,9 @@ import Synchronization
 /// What the daemon's services share: the running configuration (replaced whole
 /// on a good reload), the warm MQTT link, and where the runtime files live.
 ///
-/// Services learn of a new configuration through a stream of their own
-/// (`buttonUpdates`, `linkUpdates`, `homeAssistantUpdates`, `notifyUpdates`), so
-/// none can miss a reload while another is slow. The streams are made here, before any
-/// service runs, and renewed only when a service that read one is started again
-/// (`RenewableStream`).
+/// Services learn of a new configuration from one broadcaster (`configUpdates`): each
+/// run subscribes before it reads `config`, with a stream of its own, so none can miss
+/// a reload while another is slow.
 public final class DaemonContext: Sendable {
     public let logger: Logger
     public let paths: RuntimePaths
@@ -26,23 +24,20 @@ public final class DaemonContext: Sendable {
     let progress: ServiceProgress
 
     private let current: Mutex<GateConfig>
-    /// Every configuration applied from now on; the newest only if the reader lags. Renewed
-    /// when a service that read one is started again (`SupervisedService`).
-    private let buttonFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
-    private let linkFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
-    private let homeAssistantFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
-    private let notifyFeed = RenewableStream<GateConfig>(bufferingPolicy: .bufferingNewest(1))
+    /// Every configuration applied; a reader that lags gets the newest only.
+    private let configs = Broadcast<GateConfig>(bufferingPolicy: .bufferingNewest(1))
     /// What the warm link tells Home Assistant's service (`LinkExtras`).
-    private let linkEventFeed = RenewableStream<(MQTTLink, LinkEvent)>(bufferingPolicy: .unbounded)
-    var buttonUpdates: AsyncStream<GateConfig> { buttonFeed.stream }
-    var linkUpdates: AsyncStream<GateConfig> { linkFeed.stream }
-    var homeAssistantUpdates: AsyncStream<GateConfig> { homeAssistantFeed.stream }
-    var notifyUpdates: AsyncStream<GateConfig> { notifyFeed.stream }
-    var linkEvents: AsyncStream<(MQTTLink, LinkEvent)> { linkEventFeed.stream }
+    private let linkNews = Broadcast<(MQTTLink, LinkEvent)>(bufferingPolicy: .unbounded)
     private let linkSlot = Mutex(LinkSlot())
     /// Told each time the last opening in flight ends (a replacement of the link may wait).
-    private let openingsIdleFeed = RenewableStream<Void>(bufferingPolicy: .bufferingNewest(1))
-    var openingsIdle: AsyncStream<Void> { openingsIdleFeed.stream }
+    private let idleNews = Broadcast<Void>(bufferingPolicy: .bufferingNewest(1))
+
+    /// Every configuration applied from now on: subscribe, then read `config`.
+    func configUpdates() -> AsyncStream<GateConfig> { configs.subscribe() }
+    /// The warm link's news from now on: subscribe, then look at `link`.
+    func linkEvents() -> AsyncStream<(MQTTLink, LinkEvent)> { linkNews.subscribe() }
+    /// Each time the last opening in flight ends, from now on.
+    func openingsIdle() -> AsyncStream<Void> { idleNews.subscribe() }
 
     /// The warm link and the openings that use it: a reload never replaces the link
     /// under an opening in flight (docs/CONTRACT.md#gate-daemon).
@@ -80,9 +75,7 @@ public final class DaemonContext: Sendable {
     /// Replaces the running configuration and tells every subscriber.
     func apply(_ config: GateConfig) {
         current.withLock { $0 = config }
-        for feed in [buttonFeed, linkFeed, homeAssistantFeed, notifyFeed] {
-            feed.yield(config)
-        }
+        configs.yield(config)
     }
 
     /// The warm link openings should use, if one is up or coming up.
@@ -120,7 +113,7 @@ public final class DaemonContext: Sendable {
                 slot.openings -= 1
                 return slot.openings == 0
             }
-            if idle { openingsIdleFeed.yield(()) }
+            if idle { idleNews.yield(()) }
         }
         return await pipeline(logger: logger ?? self.logger, link: link)
             .open(config: config, request: request, onStateChange: onStateChange)
@@ -151,7 +144,7 @@ public final class DaemonContext: Sendable {
 
     /// Hands a link's news to Home Assistant's service.
     var linkEventHandler: @Sendable (MQTTLink, LinkEvent) -> Void {
-        { [linkEventFeed] link, event in linkEventFeed.yield((link, event)) }
+        { [linkNews] link, event in linkNews.yield((link, event)) }
     }
 
     func setLink(_ link: MQTTLink?) {

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import GateCore
 import GateSystem
 import Logging
@@ -25,31 +26,26 @@ struct DesktopNotificationService: Service, CustomStringConvertible {
 
     func run() async throws {
         let logger = context.logger
-        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let reloads = Task {
-            for await config in context.notifyUpdates { continuation.yield(.config(config)) }
-        }
-        var watch: StatusFileWatch?
+        // Subscribed before the configuration is read: no reload falls in between.
+        let configs = context.configUpdates().map(Input.config)
+        var watch: FileChangeWatch?
         do {
-            watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
+            watch = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json"])
         } catch {
             // A failed part: the daemon starts the service again with backoff (SupervisedService).
             if context.config.notify != nil {
-                reloads.cancel()
                 throw DesktopNotificationFailure.failed(
                     "desktop notifications cannot watch the status file: \(error)"
                 )
             }
         }
-        defer {
-            reloads.cancel()
-            watch?.stop()
-        }
+        defer { watch?.stop() }
+        let changes = (watch?.changes ?? AsyncStream { $0.finish() }).map { Input.statusChanged }
 
         var settings = context.config.notify
         var machine = settings.map { start($0) }
         var lastFailure: DesktopNotificationFailure?
-        for await input in inputs.cancelOnGracefulShutdown() {
+        for await input in merge(configs, changes).cancelOnGracefulShutdown() {
             switch input {
             case .config(let config):
                 guard config.notify != settings else { continue }

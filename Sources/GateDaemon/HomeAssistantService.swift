@@ -1,8 +1,8 @@
+import AsyncAlgorithms
 import GateCore
 import GateSystem
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 /// The gate as one Home Assistant device (docs/CONTRACT.md#home-assistant), over the daemon's warm link:
 /// retained discovery configs, availability (the link's last will says `offline`),
@@ -31,98 +31,98 @@ struct HomeAssistantService: Service, CustomStringConvertible {
 
     func run() async {
         let logger = context.logger
-        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let reloads = Task {
-            for await _ in context.homeAssistantUpdates { continuation.yield(.config) }
-        }
-        let events = Task {
-            for await (link, event) in context.linkEvents { continuation.yield(.link(link, event)) }
-        }
-        var watch: StatusFileWatch?
+        // Subscribed before the configuration and the link are looked at: nothing falls in between.
+        let configs = context.configUpdates().map { _ in Input.config }
+        let events = context.linkEvents().map(Input.link)
+        var watch: FileChangeWatch?
         do {
-            watch = try StatusFileWatch(paths: context.paths, into: continuation, as: .statusChanged)
+            watch = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json"])
         } catch {
             logger.warning(
                 "Home Assistant: the status file is not watched; the Last opening sensor shows this daemon's openings only",
                 metadata: ["error": "\(error)"]
             )
         }
-        defer {
-            reloads.cancel()
-            events.cancel()
-            watch?.stop()
-        }
+        defer { watch?.stop() }
+        let changes = (watch?.changes ?? AsyncStream { $0.finish() }).map { Input.statusChanged }
+        // The openings' results and the looks again at a link.
+        let (own, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
 
         var state = State(
             fileLast: StatusFile.read(context.paths.statusFile)?.effective(now: WallClock.iso8601(), lockHeld: true)
                 .last
         )
         state.sensor = state.fileLast.map(LastOpeningState.init)
-        var opening: Task<Void, Never>?
-
-        for await input in inputs.cancelOnGracefulShutdown() {
-            switch input {
-            case .config:
-                announce(&state, because: "configuration")
-            case .link(let link, .connected):
-                if link === context.link {
-                    announce(&state, because: "connected")
-                } else if link.isConnected {
-                    // LinkService installs a link just after starting it: a fast CONNACK can
-                    // come first. Looked at again shortly; a replaced link is no longer connected.
-                    Task {
-                        try? await Task.sleep(for: .milliseconds(50))
-                        continuation.yield(.link(link, .connected))
-                    }
+        // A link that connected before this run began (a restart of this service).
+        announce(&state, because: "started")
+        // The openings of presses: waited for, never cancelled, when the loop ends.
+        await withDiscardingTaskGroup { openings in
+            // The looks again at a link: ended with the loop.
+            await withDiscardingTaskGroup { children in
+                for await input in merge(configs, events, merge(changes, own)).cancelOnGracefulShutdown() {
+                    handle(input, state: &state, children: &children, openings: &openings, continuation)
                 }
-            case .link(_, .subscribed(let topic, let refused)):
-                if refused {
-                    logger.error("Home Assistant: the broker refused the subscription to \(topic); check its ACL")
-                }
-            case .link(let link, .message(let topic, let payload, let retained)):
-                // The running configuration's link (perhaps not installed yet), never a replaced one.
-                guard link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config),
-                    let ha = context.config.homeAssistant
-                else { continue }
-                let topics = HomeAssistantTopics(ha)
-                if topic == topics.homeAssistantStatus {
-                    let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
-                    if text == HomeAssistantDiscovery.online {
-                        logger.info("Home Assistant is online; announcing the device again")
-                        announce(&state, because: "homeassistant online")
-                    }
-                } else if topic == topics.command {
-                    command(
-                        payload: payload,
-                        retained: retained,
-                        state: &state,
-                        opening: &opening,
-                        continuation: continuation
-                    )
-                }
-            case .statusChanged:
-                readStatus(&state)
-            case .openingFinished(let result):
-                opening = nil
-                state.busy = false
-                let metadata: Logger.Metadata = [
-                    "source": "\(Self.source)", "outcome": "\(result.outcome.rawValue)",
-                    "adapter": "\(result.adapter?.rawValue ?? "none")",
-                    "duration_ms": "\(result.duration.milliseconds)",
-                ]
-                if result.error == .operationInProgress {
-                    refuse(&state, why: result.message)
-                } else if result.error == nil {
-                    logger.info("\(result.message)", metadata: metadata)
-                } else {
-                    logger.error("\(result.message)", metadata: metadata)
-                }
-                readStatus(&state)
+                children.cancelAll()
             }
+            if state.busy { logger.info("stopping: letting the Home Assistant opening in flight finish") }
         }
-        if let opening {
-            logger.info("stopping: letting the Home Assistant opening in flight finish")
-            await opening.value
+    }
+
+    private func handle(
+        _ input: Input,
+        state: inout State,
+        children: inout DiscardingTaskGroup,
+        openings: inout DiscardingTaskGroup,
+        _ continuation: AsyncStream<Input>.Continuation
+    ) {
+        let logger = context.logger
+        switch input {
+        case .config:
+            announce(&state, because: "configuration")
+        case .link(let link, .connected):
+            if link === context.link {
+                announce(&state, because: "connected")
+            } else if link.isConnected {
+                // LinkService installs a link just after starting it: a fast CONNACK can
+                // come first. Looked at again shortly; a replaced link is no longer connected.
+                children.addTimer(after: .milliseconds(50), .link(link, .connected), into: continuation)
+            }
+        case .link(_, .subscribed(let topic, let refused)):
+            if refused {
+                logger.error("Home Assistant: the broker refused the subscription to \(topic); check its ACL")
+            }
+        case .link(let link, .message(let topic, let payload, let retained)):
+            // The running configuration's link (perhaps not installed yet), never a replaced one.
+            guard link.isConnected, link.extras == DaemonContext.linkExtras(for: context.config),
+                let ha = context.config.homeAssistant
+            else { return }
+            let topics = HomeAssistantTopics(ha)
+            if topic == topics.homeAssistantStatus {
+                let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
+                if text == HomeAssistantDiscovery.online {
+                    logger.info("Home Assistant is online; announcing the device again")
+                    announce(&state, because: "homeassistant online")
+                }
+            } else if topic == topics.command {
+                command(payload: payload, retained: retained, state: &state, openings: &openings, continuation)
+            }
+        case .statusChanged:
+            readStatus(&state)
+        case .openingFinished(let result):
+            state.busy = false
+            let metadata: Logger.Metadata = [
+                "source": "\(Self.source)", "outcome": "\(result.outcome.rawValue)",
+                "adapter": "\(result.adapter?.rawValue ?? "none")",
+                "duration_ms": "\(result.duration.milliseconds)",
+            ]
+            if result.error == .operationInProgress {
+                refuse(&state, why: result.message)
+            } else if result.error == nil {
+                logger.info("\(result.message)", metadata: metadata)
+            } else {
+                logger.error("\(result.message)", metadata: metadata)
+            }
+            readStatus(&state)
         }
     }
 
@@ -204,8 +204,8 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         payload: [UInt8],
         retained: Bool,
         state: inout State,
-        opening: inout Task<Void, Never>?,
-        continuation: AsyncStream<Input>.Continuation
+        openings: inout DiscardingTaskGroup,
+        _ continuation: AsyncStream<Input>.Continuation
     ) {
         let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace
         if payload.isEmpty {
@@ -238,7 +238,7 @@ struct HomeAssistantService: Service, CustomStringConvertible {
         state.busy = true
         let context = self.context
         context.logger.info("Home Assistant button pressed; opening", metadata: ["source": "\(Self.source)"])
-        opening = Task {
+        openings.addTask {
             let result = await context.open(OpeningRequest(source: Self.source))
             continuation.yield(.openingFinished(result))
         }

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import GateCore
 import GateSystem
 import Logging
@@ -14,11 +15,6 @@ struct LinkService: Service, CustomStringConvertible {
     var description: String { Self.name }
     let context: DaemonContext
 
-    /// After an unanswered `1` went into the history, further unanswered `1`s within
-    /// this window are logged but not added: a client publishing forged `1`s every few
-    /// seconds leaves one history line a minute, not one per message.
-    static let unansweredQuiet = Duration.seconds(60)
-
     enum Input: Sendable {
         case status(payload: [UInt8], at: MonotonicInstant)
         /// A local opening ended; what of its cycle it did not see may still come.
@@ -31,151 +27,161 @@ struct LinkService: Service, CustomStringConvertible {
         case beat
     }
 
-    func run() async {
-        let logger = context.logger
-        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let reloads = Task {
-            for await config in context.linkUpdates { continuation.yield(.config(config)) }
-        }
-        let idles = Task {
-            for await _ in context.openingsIdle { continuation.yield(.openingsIdle) }
-        }
-        let beats = context.progress.beats { continuation.yield(.beat) }
-        defer {
-            reloads.cancel()
-            idles.cancel()
-            beats?.cancel()
-        }
-
-        var mqtt = context.config.mqtt
-        var extras = DaemonContext.linkExtras(for: context.config)
-        var link = startLink(mqtt, extras: extras, into: continuation)
+    /// The loop's own state: the link for which configuration, the cycle followed.
+    private struct Loop {
+        var mqtt: MQTTConfig?
+        var extras: LinkExtras
+        var link: MQTTLink?
+        /// A link for a new configuration, waiting for the opening in flight to end.
+        var replacement: (mqtt: MQTTConfig?, extras: LinkExtras)?
         // The lock taken for an `elsewhere` cycle is held until its `0` or the short bound,
         // never the whole MQTT budget (RelayObserver.activeBound says why).
         var observer = RelayObserver(releaseBudget: RelayObserver.activeBound)
         var cycle: OpeningRecorder?
-        var cycleBegan: MonotonicInstant?
-        var lastUnansweredRecorded: MonotonicInstant?
-        var unansweredSinceRecorded = 0
-        var timer: Task<Void, Never>?
-        /// A link for a new configuration, waiting for the opening in flight to end.
-        var replacement: (mqtt: MQTTConfig?, extras: LinkExtras)?
+        /// The observer's one timer: a timer input for another instant is stale.
+        var timerAt: MonotonicInstant?
+    }
 
-        for await input in inputs.cancelOnGracefulShutdown() {
-            var actions: [RelayObserver.Action] = []
-            switch input {
-            case .beat:
-                if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
-                    logger.warning("TEST FAULT: the mqtt-link loop wedges (GATE_TEST_WEDGE)")
-                    try? await gracefulShutdown()
-                }
-                context.progress.report(Self.name)
-                continue
-            case .config(let config):
-                let newExtras = DaemonContext.linkExtras(for: config)
-                guard !Self.sameLink(config.mqtt, mqtt) || newExtras != extras else {
-                    replacement = nil
-                    continue
-                }
-                replacement = (config.mqtt, newExtras)
-                fallthrough
-            case .openingsIdle:
-                guard let next = replacement else { continue }
-                guard let old = context.takeLinkForReplacement() else {
-                    logger.info("MQTT link kept until the opening in flight ends; replaced then")
-                    continue
-                }
-                old?.stop()
-                replacement = nil
-                mqtt = next.mqtt
-                extras = next.extras
-                logger.info(
-                    mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration"
-                )
-                link = startLink(mqtt, extras: extras, into: continuation)
-            case .timer(let at):
-                actions = observer.handle(.timerFired(at: at))
-            case .openingEnded(let echoes, let at):
-                actions = observer.handle(.localOpeningEnded(owed: echoes, at: at))
-            case .status(let payload, let at):
-                guard let mqtt,
-                    let report = RelayObserver.report(
-                        for: MQTTStatusDecoder.event(for: payload, topic: mqtt.statusTopic)
-                    )
-                else { continue }
-                var local = false
-                var recorder: OpeningRecorder?
-                if report == .activated, observer.activeSince == nil {
-                    // The lock says whether a local opening owns this cycle; holding it
-                    // also keeps local openings out while the relay is held elsewhere.
-                    switch context.pipeline.beginElsewhere(config: context.config) {
-                    case .success(let taken): recorder = taken
-                    case .failure: local = true
-                    }
-                }
-                actions = observer.handle(.report(report, at: at, local: local))
-                // Kept only for a cycle the observer follows; an echo lets the lock go.
-                if actions.contains(where: { if case .began = $0 { true } else { false } }) { cycle = recorder }
-            }
-            for action in actions {
-                switch action {
-                case .began(let at):
-                    cycleBegan = at
-                    logger.notice(
-                        "relay activated by someone else (seen on the status topic)",
-                        metadata: ["source": "elsewhere"]
-                    )
-                    cycle?.stateChanged(.waitingForRelayClose, adapter: .mqtt)
-                case .ended(let released, let duration):
-                    timer?.cancel()
-                    let result = Self.result(released: released, duration: duration, budget: observer.releaseBudget)
-                    let now = MonotonicClock.now()
-                    if released {
-                        cycle?.finished(result)
-                        logger.notice(
-                            "\(result.message)",
-                            metadata: ["source": "elsewhere", "duration_ms": "\(duration.milliseconds)"]
-                        )
-                    } else {
-                        // A lost `0` or a forged `1`: the cooldown counts from the `1` (when the
-                        // relay cycled, if it did), and repeats stay out of the history.
-                        let repeated =
-                            cycle != nil
-                            && lastUnansweredRecorded.map { now.duration(since: $0) < Self.unansweredQuiet } == true
-                        cycle?.finished(result, history: !repeated, cooldownFrom: cycleBegan)
-                        if repeated {
-                            unansweredSinceRecorded += 1
-                            logger.warning(
-                                "\(result.message); again within \(Self.unansweredQuiet) (\(unansweredSinceRecorded) since the one in the history): not added to the history",
-                                metadata: ["source": "elsewhere"]
-                            )
-                        } else {
-                            if cycle != nil {
-                                lastUnansweredRecorded = now
-                                unansweredSinceRecorded = 0
-                            }
-                            logger.warning("\(result.message)", metadata: ["source": "elsewhere"])
-                        }
-                    }
-                    cycle = nil
-                    cycleBegan = nil
-                case .armTimer(let at):
-                    timer?.cancel()
-                    timer = Task {
-                        try? await Task.sleep(for: at.duration(since: MonotonicClock.now()))
-                        guard !Task.isCancelled else { return }
-                        continuation.yield(.timer(at: at))
-                    }
-                case .ignoredInvalid(let why):
-                    logger.warning("status topic: \(why)")
-                case .echo(let report):
-                    logger.debug("status topic: the late echo of a local opening", metadata: ["report": "\(report)"])
+    func run() async {
+        // Subscribed before the configuration is read: no reload falls in between.
+        let configs = context.configUpdates().map(Input.config)
+        let idles = context.openingsIdle().map { Input.openingsIdle }
+        let beats = context.progress.beats().map { Input.beat }
+        // The link's callbacks (its own thread) and the timer.
+        let (news, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let config = context.config
+        var loop = Loop(mqtt: config.mqtt, extras: DaemonContext.linkExtras(for: config))
+        loop.link = startLink(loop.mqtt, extras: loop.extras, into: continuation)
+        await withDiscardingTaskGroup { timers in
+            for await input in merge(configs, idles, merge(beats, news)).cancelOnGracefulShutdown() {
+                let actions = await handle(input, loop: &loop, continuation)
+                for action in actions {
+                    carryOut(action, loop: &loop, timers: &timers, continuation)
                 }
             }
+            timers.cancelAll()
         }
-        timer?.cancel()
-        link?.stop()
+        loop.link?.stop()
         context.setLink(nil)
+    }
+
+    /// One input; what the observer says of it.
+    private func handle(
+        _ input: Input,
+        loop: inout Loop,
+        _ continuation: AsyncStream<Input>.Continuation
+    ) async -> [RelayObserver.Action] {
+        switch input {
+        case .beat:
+            if TestFault.shouldWedge(Self.name, startNs: context.startNs) {
+                context.logger.warning("TEST FAULT: the mqtt-link loop wedges (GATE_TEST_WEDGE)")
+                try? await gracefulShutdown()
+            }
+            context.progress.report(Self.name)
+            return []
+        case .config(let config):
+            let extras = DaemonContext.linkExtras(for: config)
+            guard !Self.sameLink(config.mqtt, loop.mqtt) || extras != loop.extras else {
+                loop.replacement = nil
+                return []
+            }
+            loop.replacement = (config.mqtt, extras)
+            replace(loop: &loop, continuation)
+            return []
+        case .openingsIdle:
+            replace(loop: &loop, continuation)
+            return []
+        case .timer(let at):
+            guard at == loop.timerAt else { return [] }
+            loop.timerAt = nil
+            return loop.observer.handle(.timerFired(at: at))
+        case .openingEnded(let echoes, let at):
+            return loop.observer.handle(.localOpeningEnded(owed: echoes, at: at))
+        case .status(let payload, let at):
+            guard let mqtt = loop.mqtt,
+                let report = RelayObserver.report(for: MQTTStatusDecoder.event(for: payload, topic: mqtt.statusTopic))
+            else { return [] }
+            var local = false
+            var recorder: OpeningRecorder?
+            if loop.observer.beginsCycle(report) {
+                // The lock says whether a local opening owns this cycle; holding it
+                // also keeps local openings out while the relay is held elsewhere.
+                switch context.pipeline.beginElsewhere(config: context.config) {
+                case .success(let taken): recorder = taken
+                case .failure: local = true
+                }
+            }
+            let actions = loop.observer.handle(.report(report, at: at, local: local))
+            // Kept only for a cycle the observer follows; an echo lets the lock go.
+            if actions.contains(where: { if case .began = $0 { true } else { false } }) { loop.cycle = recorder }
+            return actions
+        }
+    }
+
+    /// Puts the waiting replacement of the link in place, unless an opening is in flight
+    /// (then at `openingsIdle`).
+    private func replace(loop: inout Loop, _ continuation: AsyncStream<Input>.Continuation) {
+        guard let next = loop.replacement else { return }
+        guard let old = context.takeLinkForReplacement() else {
+            context.logger.info("MQTT link kept until the opening in flight ends; replaced then")
+            return
+        }
+        old?.stop()
+        loop.replacement = nil
+        loop.mqtt = next.mqtt
+        loop.extras = next.extras
+        context.logger.info(
+            loop.mqtt == nil ? "MQTT link closed: no [mqtt] table" : "MQTT link replaced for the new configuration"
+        )
+        loop.link = startLink(loop.mqtt, extras: loop.extras, into: continuation)
+    }
+
+    private func carryOut(
+        _ action: RelayObserver.Action,
+        loop: inout Loop,
+        timers: inout DiscardingTaskGroup,
+        _ continuation: AsyncStream<Input>.Continuation
+    ) {
+        let logger = context.logger
+        switch action {
+        case .began:
+            logger.notice(
+                "relay activated by someone else (seen on the status topic)",
+                metadata: ["source": "elsewhere"]
+            )
+            loop.cycle?.stateChanged(.waitingForRelayClose, adapter: .mqtt)
+        case .released(let duration):
+            loop.timerAt = nil
+            let result = Self.result(released: true, duration: duration, budget: loop.observer.releaseBudget)
+            loop.cycle?.finished(result)
+            loop.cycle = nil
+            logger.notice(
+                "\(result.message)",
+                metadata: ["source": "elsewhere", "duration_ms": "\(duration.milliseconds)"]
+            )
+        case .unanswered(let duration, let began, let repeats):
+            // A lost `0` or a forged `1`: the cooldown counts from the `1` (when the
+            // relay cycled, if it did), and repeats stay out of the history.
+            loop.timerAt = nil
+            let result = Self.result(released: false, duration: duration, budget: loop.observer.releaseBudget)
+            loop.cycle?.finished(result, history: repeats == 0, cooldownFrom: began)
+            loop.cycle = nil
+            if repeats == 0 {
+                logger.warning("\(result.message)", metadata: ["source": "elsewhere"])
+            } else {
+                logger.warning(
+                    "\(result.message); again within \(RelayObserver.unansweredQuiet) (\(repeats) since the one in the history): not added to the history",
+                    metadata: ["source": "elsewhere"]
+                )
+            }
+        case .armTimer(let at):
+            loop.timerAt = at
+            timers.addTimer(after: at.duration(since: MonotonicClock.now()), .timer(at: at), into: continuation)
+        case .ignoredInvalid(let why):
+            logger.warning("status topic: \(why)")
+        case .echo(let report):
+            logger.debug("status topic: the late echo of a local opening", metadata: ["report": "\(report)"])
+        }
     }
 
     private func startLink(

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import GateCore
 import GateSystem
 import Logging
@@ -25,54 +26,55 @@ struct StatusKeeperService: Service, CustomStringConvertible {
     /// lock goes without a file event when another process keeps the file open.
     static let busyRecheck = Duration.seconds(1)
 
+    enum Input: Sendable {
+        /// The runtime folder changed (or the keeper starts): look at the file.
+        case changed
+        /// Look again at `at`, as the last look asked.
+        case recheck(at: MonotonicInstant)
+        case sweep
+    }
+
     func run() async {
-        let logger = context.logger
-        let (nudges, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         var watch: FileChangeWatch?
-        var forward: Task<Void, Never>?
         do {
-            let started = try FileChangeWatch(
-                directory: context.paths.runtimeDirectory,
-                names: ["status.json", "lock"]
-            )
-            watch = started
-            forward = Task {
-                for await _ in started.changes { continuation.yield(()) }
-            }
+            watch = try FileChangeWatch(directory: context.paths.runtimeDirectory, names: ["status.json", "lock"])
         } catch {
-            logger.warning(
+            context.logger.warning(
                 "the status file is not watched; it is tidied at its reset times only",
                 metadata: ["error": "\(error)"]
             )
         }
-        defer {
-            forward?.cancel()
-            watch?.stop()
-        }
-
+        defer { watch?.stop() }
+        let changes = (watch?.changes ?? AsyncStream { $0.finish() }).map { Input.changed }
         // Temporary files of writers killed mid-write (SharedFile.replace), at start and
         // every `sweepInterval`, in both shared folders.
-        let sweeper = Task {
-            while !Task.isCancelled {
-                sweepTemporaries()
-                try? await Task.sleep(for: Self.sweepInterval)
-            }
-        }
-        defer { sweeper.cancel() }
+        sweepTemporaries()
+        let sweeps = AsyncTimerSequence(interval: Self.sweepInterval, clock: .continuous).map { _ in Input.sweep }
+        let (rechecks, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        continuation.yield(.changed)
 
-        var timer: Task<Void, Never>?
-        continuation.yield(())
-        for await _ in nudges.cancelOnGracefulShutdown() {
-            timer?.cancel()
-            if let wait = tidy() {
-                timer = Task {
-                    try? await Task.sleep(for: wait)
-                    guard !Task.isCancelled else { return }
-                    continuation.yield(())
+        // The one look again asked for; a recheck for another instant is stale.
+        var recheckAt: MonotonicInstant?
+        await withDiscardingTaskGroup { timers in
+            for await input in merge(changes, sweeps, rechecks).cancelOnGracefulShutdown() {
+                switch input {
+                case .sweep:
+                    sweepTemporaries()
+                    continue
+                case .recheck(let at) where at != recheckAt:
+                    continue
+                case .changed, .recheck:
+                    break
+                }
+                recheckAt = nil
+                if let wait = tidy() {
+                    let at = MonotonicClock.now() + wait
+                    recheckAt = at
+                    timers.addTimer(after: wait, .recheck(at: at), into: continuation)
                 }
             }
+            timers.cancelAll()
         }
-        timer?.cancel()
     }
 
     static let sweepInterval = Duration.seconds(600)

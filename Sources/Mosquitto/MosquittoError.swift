@@ -48,26 +48,3 @@ public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible
         return String(cString: text)
     }
 }
-
-/// What the library reports from its network thread.
-public enum MosquittoEvent: Sendable, Hashable {
-    /// CONNACK arrived; `code` 0 is success, anything else is the broker's refusal.
-    case connected(code: Int32)
-    /// The connection ended; `code` 0 means this client asked for it.
-    case disconnected(code: Int32)
-    /// SUBACK arrived; a granted QoS of 0x80 means the broker refused the topic.
-    case subscribed(messageID: Int32, grantedQoS: [Int32])
-    case message(topic: String, payload: [UInt8], retained: Bool)
-    case published(messageID: Int32)
-    /// A log line of the library (its TLS errors only appear here).
-    case log(level: Int32, text: String)
-}
-
-/// Log levels of `mosquitto_log_callback_set`, as plain numbers.
-public enum MosquittoLogLevel {
-    public static let info: Int32 = 0x01
-    public static let notice: Int32 = 0x02
-    public static let warning: Int32 = 0x04
-    public static let error: Int32 = 0x08
-    public static let debug: Int32 = 0x10
-}

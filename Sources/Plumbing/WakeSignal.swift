@@ -49,8 +49,3 @@ public final class WakeSignal: Sendable {
         close(writeEnd)
     }
 }
-
-/// `pipe(2)` failed for a `WakeSignal`.
-public struct WakeSignalError: Error, Sendable {
-    public var code: Int32
-}

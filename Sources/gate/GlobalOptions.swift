@@ -41,18 +41,3 @@ struct GlobalOptions: ParsableArguments {
         return Logger(label: label)
     }
 }
-
-struct LogLevelArgument: ExpressibleByArgument {
-    var level: Logger.Level
-
-    init?(argument: String) {
-        guard let level = Logger.Level(rawValue: argument.lowercased()) else { return nil }
-        self.level = level
-    }
-
-    static var allValueStrings: [String] { Logger.Level.allCases.map(\.rawValue) }
-}
-
-enum GateVersion {
-    static let current = GateRelease.version
-}

@@ -14,7 +14,7 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
         #expect(observer.activeSince == at(0))
         #expect(
             observer.handle(.report(.released, at: at(400), local: false)) == [
-                .ended(released: true, duration: .milliseconds(400))
+                .released(duration: .milliseconds(400))
             ]
         )
         #expect(observer.activeSince == nil)
@@ -79,7 +79,7 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
         #expect(observer.handle(.report(.activated, at: at(100), local: false)) == [])
         #expect(
             observer.handle(.report(.released, at: at(400), local: false)) == [
-                .ended(released: true, duration: .milliseconds(400))
+                .released(duration: .milliseconds(400))
             ]
         )
     }
@@ -89,10 +89,56 @@ private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds
         _ = observer.handle(.report(.activated, at: at(0), local: false))
         // A timer that fires early (a replaced one, say) asks again instead of ending.
         #expect(observer.handle(.timerFired(at: at(4000))) == [.armTimer(at: at(5000))])
-        #expect(observer.handle(.timerFired(at: at(5001))) == [.ended(released: false, duration: .milliseconds(5001))])
+        #expect(
+            observer.handle(.timerFired(at: at(5001))) == [
+                .unanswered(duration: .milliseconds(5001), began: at(0), repeats: 0)
+            ]
+        )
         #expect(observer.activeSince == nil)
         // The late `0` after the timeout belongs to nothing.
         #expect(observer.handle(.report(.released, at: at(6000), local: false)) == [])
+    }
+
+    /// The quiet-repeat rule, moved here from the daemon's link loop: a client publishing
+    /// forged `1`s leaves one history line a minute, the others counted.
+    @Test func unansweredRepeatsWithinTheQuietWindowStayOutOfTheHistory() {
+        var observer = RelayObserver(releaseBudget: .seconds(5))
+        func unanswered(from start: UInt64) -> [RelayObserver.Action] {
+            _ = observer.handle(.report(.activated, at: at(start), local: false))
+            return observer.handle(.timerFired(at: at(start + 5000)))
+        }
+        #expect(unanswered(from: 0) == [.unanswered(duration: .seconds(5), began: at(0), repeats: 0)])
+        #expect(unanswered(from: 10_000) == [.unanswered(duration: .seconds(5), began: at(10_000), repeats: 1)])
+        #expect(unanswered(from: 20_000) == [.unanswered(duration: .seconds(5), began: at(20_000), repeats: 2)])
+        // A released cycle in between changes nothing of the count.
+        _ = observer.handle(.report(.activated, at: at(30_000), local: false))
+        #expect(
+            observer.handle(.report(.released, at: at(30_400), local: false)) == [
+                .released(duration: .milliseconds(400))
+            ]
+        )
+        #expect(unanswered(from: 40_000) == [.unanswered(duration: .seconds(5), began: at(40_000), repeats: 3)])
+        // The window counts from the one in the history (ended at 5 s): past it, recorded again.
+        let late = 5000 + UInt64(RelayObserver.unansweredQuiet.milliseconds)
+        #expect(unanswered(from: late) == [.unanswered(duration: .seconds(5), began: at(late), repeats: 0)])
+        #expect(
+            unanswered(from: late + 10_000) == [
+                .unanswered(duration: .seconds(5), began: at(late + 10_000), repeats: 1)
+            ]
+        )
+    }
+
+    /// The echo rule's first half, moved here from the daemon's link loop: only a `1` while
+    /// nothing is followed asks the lock whether a local opening owns it.
+    @Test func onlyAnActivationWhileNothingIsFollowedBeginsACycle() {
+        var observer = RelayObserver(releaseBudget: .seconds(5))
+        #expect(observer.beginsCycle(.activated))
+        #expect(!observer.beginsCycle(.released))
+        #expect(!observer.beginsCycle(.invalid(.unexpectedByte(7))))
+        _ = observer.handle(.report(.activated, at: at(0), local: false))
+        #expect(!observer.beginsCycle(.activated))
+        _ = observer.handle(.report(.released, at: at(400), local: false))
+        #expect(observer.beginsCycle(.activated))
     }
 
     @Test func invalidPayloadIsReportedAndEndsNothing() {

@@ -109,7 +109,7 @@ extension DaemonTests {
                     ),
                     "\(daemon.log)"
                 )
-                // Past LinkService.echoWindow after the previous end, so that no `1` is taken for an echo.
+                // Past RelayObserver.echoBound after the previous end, so that no `1` is taken for an echo.
                 Thread.sleep(forTimeInterval: 1.2)
             }
             let forged = try daemon.history().filter { $0["source"] as? String == "elsewhere" }

@@ -105,7 +105,7 @@ extension DaemonTests {
             #expect(run.status == 0, "\(run.summary)")
             #expect(try sim.activations().count == 2)
             // A relay 1 within 1 s of a local opening's end counts as that opening's late echo
-            // (LinkService.echoWindow): the next foreign trigger waits that out.
+            // (RelayObserver.echoBound): the next foreign trigger waits that out.
             Thread.sleep(forTimeInterval: 1.5)
             // Status messages are handled in order: once the next foreign cycle is recorded,
             // the CLI's was handled before it.

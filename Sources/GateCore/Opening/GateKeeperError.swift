@@ -39,58 +39,6 @@ public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Exit statuses shared by every command (docs/CONTRACT.md#exit-codes).
-public enum ExitStatus {
-    public static let success: Int32 = 0
-    public static let usage: Int32 = 64  // EX_USAGE
-    public static let unavailable: Int32 = 69  // EX_UNAVAILABLE
-    public static let software: Int32 = 70  // EX_SOFTWARE
-    public static let temporaryFailure: Int32 = 75  // EX_TEMPFAIL
-    public static let protocolError: Int32 = 76  // EX_PROTOCOL
-    public static let configuration: Int32 = 78  // EX_CONFIG
-    public static let timeout: Int32 = 124  // as timeout(1)
-}
-
-/// The three outcomes an opening can have.
-public enum OpeningOutcome: String, Sendable, Hashable {
-    case success
-    case timeout
-    case error
-}
-
-/// Everything `gate open` reports about one opening.
-public struct OpeningResult: Sendable, Hashable {
-    public var error: GateKeeperError?
-    /// The adapter that gave the final word (the one that succeeded, that saw the
-    /// timeout or invalid answer, or whose trigger went unanswered); `nil` when no
-    /// trigger can have reached the ESP32.
-    public var adapter: AdapterKind?
-    public var duration: Duration
-    /// In adapter order, up to the attempt that decided the outcome.
-    public var attempts: [AttemptRecord]
-    /// Said by the caller when the opening ended before any adapter (the lock's
-    /// holder, the cooldown, a configuration problem); otherwise `message` is
-    /// worded from the attempts.
-    public var explanation: String?
-
-    public init(
-        error: GateKeeperError?,
-        adapter: AdapterKind?,
-        duration: Duration,
-        attempts: [AttemptRecord],
-        explanation: String? = nil
-    ) {
-        self.error = error
-        self.adapter = adapter
-        self.duration = duration
-        self.attempts = attempts
-        self.explanation = explanation
-    }
-
-    public var outcome: OpeningOutcome { error?.outcome ?? .success }
-    public var exitCode: Int32 { error?.exitCode ?? ExitStatus.success }
-}
-
 extension GateKeeperError {
     /// What the error means, in a few words for people.
     public var summary: String {

@@ -18,6 +18,8 @@
 ///   off one by one. Anything beyond is someone else's.
 /// - A repeated `1` is harmless (docs/CONTRACT.md#protocol-over-mqtt); an invalid payload is reported and
 ///   ends nothing.
+/// - After an unanswered cycle went into the history, further unanswered ones within
+///   `unansweredQuiet` are counted but stay out of it (`Action.unanswered`'s `repeats`).
 public struct RelayObserver: Sendable, Hashable {
     public enum Report: Sendable, Hashable {
         case activated
@@ -51,8 +53,12 @@ public struct RelayObserver: Sendable, Hashable {
     public enum Action: Sendable, Hashable {
         /// A cycle caused elsewhere began: show `waiting_for_relay_close`.
         case began(at: MonotonicInstant)
-        /// It ended; `released` false means its `0` never came within the budget.
-        case ended(released: Bool, duration: Duration)
+        /// Its `0` came: a confirmed cycle.
+        case released(duration: Duration)
+        /// Its `0` never came within the budget (a lost `0` or a forged `1`): a timeout whose
+        /// cooldown counts from the `1` (`began`). `repeats` is 0 for one to add to the history,
+        /// else how many came within `unansweredQuiet` of the last one added (kept out of it).
+        case unanswered(duration: Duration, began: MonotonicInstant, repeats: Int)
         /// Deliver `.timerFired` at this instant; replaces any earlier timer.
         case armTimer(at: MonotonicInstant)
         /// Something outside the protocol was published; log it.
@@ -76,12 +82,20 @@ public struct RelayObserver: Sendable, Hashable {
     /// `mqtt.timeout` (issue 18 item 4; the broker's ACL is the other half, deploy/mosquitto).
     public static let activeBound = Duration.milliseconds(1500)
 
+    /// After an unanswered cycle went into the history, further unanswered ones within
+    /// this window are logged but not added: a client publishing forged `1`s every few
+    /// seconds leaves one history line a minute, not one per message.
+    public static let unansweredQuiet = Duration.seconds(60)
+
     public let releaseBudget: Duration
     /// When the followed cycle's `1` came; nil while nothing is followed.
     public private(set) var activeSince: MonotonicInstant?
     /// The last local opening's echoes not seen yet, and until when they count.
     private var owed = Echoes.none
     private var owedUntil: MonotonicInstant?
+    /// When the last unanswered cycle added to the history ended, and how many since.
+    private var lastUnansweredRecorded: MonotonicInstant?
+    private var unansweredSinceRecorded = 0
 
     public init(releaseBudget: Duration) {
         self.releaseBudget = releaseBudget
@@ -103,15 +117,34 @@ public struct RelayObserver: Sendable, Hashable {
                 return takeOwed(\.releases, at: at) ? [.echo(.released)] : []
             }
             activeSince = nil
-            return [.ended(released: true, duration: at.duration(since: since))]
+            return [.released(duration: at.duration(since: since))]
         case .report(.invalid(let why), _, _):
             return [.ignoredInvalid(why)]
         case .timerFired(let at):
             guard let since = activeSince else { return [] }
             guard at >= since + releaseBudget else { return [.armTimer(at: since + releaseBudget)] }
             activeSince = nil
-            return [.ended(released: false, duration: at.duration(since: since))]
+            return [.unanswered(duration: at.duration(since: since), began: since, repeats: countUnanswered(at: at))]
         }
+    }
+
+    /// Whether `report` could begin a cycle to follow: then the caller asks the opening
+    /// lock, before `handle`, whether a local opening owns it (`local`), and keeps the lock
+    /// only for a cycle that `.began` (an echo lets it go).
+    public func beginsCycle(_ report: Report) -> Bool {
+        report == .activated && activeSince == nil
+    }
+
+    /// 0 when an unanswered cycle ending `at` goes into the history; else how many came
+    /// within `unansweredQuiet` of the last one that did.
+    private mutating func countUnanswered(at: MonotonicInstant) -> Int {
+        if let last = lastUnansweredRecorded, at.duration(since: last) < Self.unansweredQuiet {
+            unansweredSinceRecorded += 1
+            return unansweredSinceRecorded
+        }
+        lastUnansweredRecorded = at
+        unansweredSinceRecorded = 0
+        return 0
     }
 
     /// Counts one owed echo of this kind off, if one is owed and still awaited.

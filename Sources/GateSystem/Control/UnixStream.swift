@@ -5,34 +5,6 @@ import Plumbing
 import Glibc
 #endif
 
-/// The process at the other end of a Unix socket, as the kernel recorded it when
-/// that end connected or started listening (`SO_PEERCRED`): not something the peer
-/// can claim.
-public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
-
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-
-    public var description: String { "pid \(pid), uid \(uid)" }
-
-    /// `getsockopt(SO_PEERCRED)` on a connected Unix socket.
-    public static func of(_ fd: Int32) -> Result<PeerCredentials, SystemError> {
-        // struct ucred: pid_t, uid_t, gid_t (Glibc hides the type behind _GNU_SOURCE).
-        var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout.size(ofValue: raw))
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &length) == 0 else {
-            return .failure(SystemError("getsockopt(SO_PEERCRED)"))
-        }
-        return .success(PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2))
-    }
-}
-
 /// The Unix stream sockets of the control socket: the address, connecting, and
 /// writing and reading lines without ever blocking a thread of Swift's pool.
 public enum UnixStream {
@@ -137,51 +109,5 @@ public enum UnixStream {
             offset += sent
         }
         return true
-    }
-}
-
-/// Reads lines from a non-blocking stream socket, waiting with `poll` until a deadline.
-/// For a thread of its own (never one of Swift's pool).
-struct LineReader {
-    enum Line {
-        case line([UInt8])
-        /// The peer closed its end; what it had sent without a newline.
-        case ended([UInt8])
-        case tooLong
-        case timedOut
-        case failed(SystemError)
-    }
-
-    let fd: Int32
-    let limit: Int
-    private var buffer: [UInt8] = []
-
-    init(fd: Int32, limit: Int) {
-        self.fd = fd
-        self.limit = limit
-    }
-
-    /// The next line (without its newline), waiting at most until `deadline`.
-    mutating func next(until deadline: MonotonicInstant) -> Line {
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                return line.count > limit ? .tooLong : .line(line)
-            }
-            if buffer.count > limit { return .tooLong }
-            let count = retryingOnInterrupt { recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT)) }
-            if count > 0 {
-                buffer.append(contentsOf: chunk[0..<count])
-                continue
-            }
-            if count == 0 { return .ended(buffer) }
-            let code = errno
-            guard code == EAGAIN || code == EWOULDBLOCK else { return .failed(SystemError("recv", code: code)) }
-            guard MonotonicClock.now() < deadline else { return .timedOut }
-            var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            if case .failure(let error) = Poll.wait(&entries, until: deadline.nanoseconds) { return .failed(error) }
-        }
     }
 }

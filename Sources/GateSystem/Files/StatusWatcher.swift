@@ -27,9 +27,10 @@ public final class StatusWatcher {
 
     let paths: RuntimePaths
     let render: (StatusRecord) -> String
-    private var inotify: Int32 = -1
-    private var folderWatch: Int32 = -1
-    private var parentWatch: Int32 = -1
+    /// The runtime folder's watch and which folder it watches; while the folder is
+    /// missing, its parent's (for the folder's name), to see it come back.
+    private var folderWatch: (watch: FolderWatch, identity: FolderIdentity)?
+    private var parentWatch: FolderWatch?
     private var lastLine: String?
     /// When the status file was first seen missing: a stable `since` for the initial
     /// record, so that a JSON watcher does not print a new line on every wake-up.
@@ -42,19 +43,12 @@ public final class StatusWatcher {
         self.render = render
     }
 
-    deinit {
-        if inotify >= 0 { close(inotify) }
-    }
-
-    /// Blocks until the reader goes away (or inotify cannot be used at all).
+    /// Blocks until the reader goes away (or standard output fails). Without inotify, it
+    /// looks every second.
     public func run() -> End {
         // A closed pipe must come back as EPIPE, not kill the process with status 141.
         signal(SIGPIPE, SIG_IGN)
         Self.unblockTerminatingSignals()
-        // inotify_init1's flags are anonymous enum constants in <sys/inotify.h>; these are
-        // IN_CLOEXEC (O_CLOEXEC, 0o2000000) and IN_NONBLOCK (O_NONBLOCK, 0o4000).
-        inotify = inotify_init1(Int32(O_CLOEXEC | O_NONBLOCK))
-        guard inotify >= 0 else { return .failed(SystemError("inotify_init1")) }
         while true {
             watchFolder()
             switch current() {
@@ -116,7 +110,7 @@ public final class StatusWatcher {
         case .ready:
             break
         }
-        if folderWatch < 0 && parentWatch < 0 { atMost(Self.recheckMilliseconds) }
+        if folderWatch == nil && parentWatch == nil { atMost(Self.recheckMilliseconds) }
         return timeout
     }
 
@@ -131,31 +125,23 @@ public final class StatusWatcher {
 
     // MARK: inotify
 
-    private static let folderEvents = UInt32(
-        IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
-    )
-    private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-
     /// Watches the runtime folder; while it does not exist, its parent, to see it come
-    /// back (or, with no parent either, the one-second timer).
+    /// back (or, with no parent either, the one-second timer). A folder watched that is
+    /// no longer the one the path names (removed, renamed) is let go first.
     private func watchFolder() {
-        guard folderWatch < 0 else { return }
-        let watch = inotify_add_watch(inotify, paths.runtimeDirectory, Self.folderEvents | UInt32(IN_ONLYDIR))
-        if watch >= 0 {
-            folderWatch = watch
-            if parentWatch >= 0 {
-                inotify_rm_watch(inotify, parentWatch)
-                parentWatch = -1
-            }
+        let folder = paths.runtimeDirectory
+        let identity = FolderWatch.identity(of: folder)
+        if let watched = folderWatch, watched.identity == identity { return }
+        folderWatch = nil
+        if let identity, let watch = try? FolderWatch(directory: folder, names: ["status.json", "lock"]) {
+            folderWatch = (watch, identity)
+            parentWatch = nil
             return
         }
-        if parentWatch < 0 {
-            let watch = inotify_add_watch(inotify, Self.parent(of: paths.runtimeDirectory), Self.parentEvents)
-            if watch >= 0 {
-                parentWatch = watch
-                // The folder may have appeared between the two calls.
-                watchFolder()
-            }
+        if parentWatch == nil {
+            parentWatch = try? FolderWatch(directory: Self.parent(of: folder), names: [Self.lastComponent(of: folder)])
+            // The folder may have appeared between the two calls.
+            if parentWatch != nil, FolderWatch.identity(of: folder) != nil { watchFolder() }
         }
     }
 
@@ -163,10 +149,11 @@ public final class StatusWatcher {
     /// Events about other files (the status writer's temporary files) do not end the wait.
     private func wait(milliseconds: Int32) -> End? {
         let deadline = milliseconds < 0 ? nil : MonotonicClock.now() + .milliseconds(milliseconds)
+        let watch = folderWatch?.watch ?? parentWatch
         var fds = [
-            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
             // No events asked: poll still reports POLLERR when a pipe's reader closed it.
             pollfd(fd: STDOUT_FILENO, events: 0, revents: 0),
+            pollfd(fd: watch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
         ]
         while true {
             let ready: Int
@@ -175,59 +162,9 @@ public final class StatusWatcher {
             case .failure(let error): return .failed(error)
             }
             if ready == 0 { return nil }
-            if fds[1].revents & Int16(POLLERR | POLLHUP) != 0 { return .readerGone }
-            if fds[0].revents & Int16(POLLIN) != 0, drainEvents() { return nil }
+            if fds[0].revents & Int16(POLLERR | POLLHUP) != 0 { return .readerGone }
+            if fds[1].revents & Int16(POLLIN) != 0, watch?.drain() == true { return nil }
         }
-    }
-
-    /// Reads every queued event; true when one of them may change what is shown.
-    private func drainEvents() -> Bool {
-        let headerSize = 16  // struct inotify_event without its name: wd, mask, cookie, len
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var relevant = false
-        while true {
-            let count = buffer.withUnsafeMutableBytes { raw in
-                retryingOnInterrupt { read(inotify, raw.baseAddress, raw.count) }
-            }
-            guard count > 0 else { return relevant }
-            var offset = 0
-            while offset + headerSize <= count {
-                let (watch, mask, nameLength) = buffer.withUnsafeBytes { raw in
-                    (
-                        raw.loadUnaligned(fromByteOffset: offset, as: Int32.self),
-                        raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
-                        Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                    )
-                }
-                let nameBytes = buffer[(offset + headerSize)..<min(count, offset + headerSize + nameLength)]
-                let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-                if handle(watch: watch, mask: mask, name: name) { relevant = true }
-                offset += headerSize + nameLength
-            }
-        }
-    }
-
-    private func handle(watch: Int32, mask: UInt32, name: String) -> Bool {
-        let gone = UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)
-        if mask & UInt32(IN_Q_OVERFLOW) != 0 { return true }
-        if watch == folderWatch {
-            if mask & gone != 0 {
-                // Removed or renamed: look for a new folder under the same name.
-                if mask & UInt32(IN_IGNORED) == 0 { inotify_rm_watch(inotify, folderWatch) }
-                folderWatch = -1
-                return true
-            }
-            return name == "status.json" || name == "lock"
-        }
-        if watch == parentWatch {
-            if mask & gone != 0 {
-                if mask & UInt32(IN_IGNORED) == 0 { inotify_rm_watch(inotify, parentWatch) }
-                parentWatch = -1
-                return true
-            }
-            return name == Self.lastComponent(of: paths.runtimeDirectory)
-        }
-        return false
     }
 
     private static func lastComponent(of path: String) -> String {

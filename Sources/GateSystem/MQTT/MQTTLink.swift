@@ -528,34 +528,3 @@ public final class MQTTLink: StatusFeed {
         }
     }
 }
-
-/// What a link carries besides the relay's topics: a last will, more subscriptions.
-public struct LinkExtras: Sendable, Equatable {
-    public var will: OutgoingMessage?
-    public var subscriptions: [String]
-    /// The link then speaks MQTT 5 and subscribes to `subscriptions` with "retain as
-    /// published": a retained message keeps its flag even when it arrives live (a
-    /// retained command must never be taken for a press, docs/CONTRACT.md#home-assistant).
-    public var retainAsPublished: Bool
-
-    public init(will: OutgoingMessage? = nil, subscriptions: [String] = [], retainAsPublished: Bool = false) {
-        self.will = will
-        self.subscriptions = subscriptions
-        self.retainAsPublished = retainAsPublished
-    }
-}
-
-/// News of the link for whoever asked for `LinkExtras`; on libmosquitto's thread.
-public enum LinkEvent: Sendable {
-    /// CONNACK accepted (first connection or a reconnection); subscriptions requested.
-    case connected
-    case subscribed(topic: String, refused: Bool)
-    /// A message on one of `extras.subscriptions`.
-    case message(topic: String, payload: [UInt8], retained: Bool)
-}
-
-/// Why the link could not connect, for the log.
-struct LinkFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

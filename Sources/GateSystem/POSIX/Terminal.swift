@@ -31,9 +31,3 @@ public enum Terminal {
         _ = Descriptor.writeAll(fd, Array(text.utf8))
     }
 }
-
-public enum FileStatus {
-    public static func exists(_ path: String) -> Bool {
-        access(path, F_OK) == 0
-    }
-}

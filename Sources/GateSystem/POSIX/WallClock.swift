@@ -6,16 +6,6 @@ import Glibc
 import Musl
 #endif
 
-/// `CLOCK_MONOTONIC`, the clock every deadline is measured on: it does not jump
-/// when NTP sets the time on a Pi that booted without a real-time clock.
-public enum MonotonicClock {
-    public static func now() -> MonotonicInstant {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return MonotonicInstant(nanoseconds: UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec))
-    }
-}
-
 /// Wall-clock time for records people read (status file, history, trigger log).
 public enum WallClock {
     /// Nanoseconds since the Unix epoch.
@@ -51,26 +41,5 @@ public enum WallClock {
         guard let then = nanoseconds(fromISO8601: text) else { return nil }
         let (left, overflow) = then.subtractingReportingOverflow(nowNanoseconds())
         return .nanoseconds(overflow ? .max : max(0, left))
-    }
-}
-
-/// The clock an opening's deadlines, timers and event stamps use: CLOCK_MONOTONIC
-/// in gate, one the test moves by hand in the pipeline's own tests.
-public protocol OpeningClock: Sendable {
-    func now() -> MonotonicInstant
-    /// Returns once `instant` has come; throws `CancellationError` when the task is cancelled.
-    func sleep(until instant: MonotonicInstant) async throws
-}
-
-/// `MonotonicClock` as an `OpeningClock`.
-public struct SystemOpeningClock: OpeningClock {
-    public init() {}
-
-    public func now() -> MonotonicInstant {
-        MonotonicClock.now()
-    }
-
-    public func sleep(until instant: MonotonicInstant) async throws {
-        try await Task.sleep(for: instant.duration(since: MonotonicClock.now()))
     }
 }

@@ -4,24 +4,6 @@ import CLibSecret
 import Glibc
 #endif
 
-/// Why the Secret Service could not do what was asked, as the tail of a sentence
-/// that ends with what to do about it. Never holds a password.
-public enum SecretServiceFailure: Error, Sendable, CustomStringConvertible {
-    /// It cannot be asked at all: no session bus, nothing provides the Secret
-    /// Service, libsecret is not installed.
-    case unavailable(String)
-    /// The collection that holds (or is to hold) the entry is locked and was not unlocked.
-    case locked(String)
-    /// The service answered with an error.
-    case failed(String)
-
-    public var description: String {
-        switch self {
-        case .unavailable(let why), .locked(let why), .failed(let why): why
-        }
-    }
-}
-
 /// The MQTT password (and any other `account`) in the desktop's Secret Service,
 /// through libsecret: schema `org.gate.Credentials`, attributes `service=gate`
 /// and `account=<account>` (docs/CONTRACT.md#secrets). `secret-tool lookup service gate account
@@ -145,33 +127,6 @@ public final class SecretServiceStore {
     }
 }
 
-/// The Secret Service as a source of the lookup chain (docs/CONTRACT.md#secrets), after systemd's
-/// credentials.
-public struct SecretServiceSource: SecretSource {
-    public let name = "the Secret Service"
-    let environment: [String: String]
-
-    public init(environment: [String: String] = ProcessEnvironment.current()) {
-        self.environment = environment
-    }
-
-    public func lookup(account: String) -> SecretLookup {
-        do {
-            let store = try SecretServiceStore(environment: environment)
-            guard let secret = try store.lookup(account: account) else { return .notFound }
-            let command = CredentialName(rawValue: account)?.storeCommand ?? "gate secret set \(account)"
-            return secret.isEmpty
-                ? .failed("the stored entry is empty; store it again with `\(command)`")
-                : .found(secret)
-        } catch {
-            switch error {
-            case .unavailable(let why): return .unavailable(why)
-            case .locked(let why), .failed(let why): return .failed(why)
-            }
-        }
-    }
-}
-
 /// Without a session bus there is no Secret Service, and GLib's last resort
 /// (autolaunching a bus through X11) would only fail slowly or leave a stray bus behind.
 extension SessionBus {
@@ -186,40 +141,6 @@ extension SessionBus {
             "there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
                 + "Service to ask; \(headlessAdvice)"
         )
-    }
-}
-
-/// libsecret's functions, loaded on first use (see CLibSecret/shim.h).
-enum SecretServiceLibrary {
-    private static let loaded: Result<SecretServiceAPI, SecretServiceFailure> = {
-        var table = gate_secret_api()
-        if let failure = gate_secret_load(&table) {
-            return .failure(
-                .unavailable(
-                    "libsecret cannot be loaded (\(String(cString: failure))); "
-                        + "install the package libsecret-1-0, or \(SessionBus.headlessAdvice)"
-                )
-            )
-        }
-        return .success(SecretServiceAPI(table: table))
-    }()
-
-    static func api() throws(SecretServiceFailure) -> SecretServiceAPI {
-        try loaded.get()
-    }
-}
-
-/// The table of libsecret and GLib functions, every entry present (checked when loaded).
-///
-/// `@unchecked Sendable`: it holds only C function pointers, filled once before it
-/// is shared and never changed after.
-@dynamicMemberLookup
-struct SecretServiceAPI: @unchecked Sendable {
-    var table: gate_secret_api
-
-    /// `api.g_free(...)` calls `g_free`. Never nil: the loader fails unless every entry was found.
-    subscript<Function>(dynamicMember keyPath: KeyPath<gate_secret_api, Function?>) -> Function {
-        table[keyPath: keyPath]!
     }
 }
 

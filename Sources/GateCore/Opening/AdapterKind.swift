@@ -1,0 +1,7 @@
+/// The transports that can carry a trigger to the ESP32, in the order they are tried.
+public enum AdapterKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case udp
+    case mqtt
+
+    public var description: String { rawValue }
+}

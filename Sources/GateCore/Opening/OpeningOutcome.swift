@@ -1,0 +1,6 @@
+/// The three outcomes an opening can have.
+public enum OpeningOutcome: String, Sendable, Hashable {
+    case success
+    case timeout
+    case error
+}

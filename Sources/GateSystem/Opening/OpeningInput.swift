@@ -1,0 +1,14 @@
+import GateCore
+import Synchronization
+
+/// What reaches an opening's pipeline, from any thread, in one stream.
+enum OpeningInput: Sendable {
+    case adapter(attempt: Int, AdapterEvent, at: MonotonicInstant)
+    /// The attempt's thread is done: nothing more will come from it.
+    case ended(attempt: Int)
+    /// Relay activity on the status topic after this opening's trigger.
+    case observed(RelayObserver.Report, at: MonotonicInstant)
+    /// The attempt's deadline passed some time ago (`stage` 1), and then again
+    /// (`stage` 2) without the attempt ending.
+    case overdue(attempt: Int, stage: Int)
+}

@@ -1,0 +1,38 @@
+import CMosquitto
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// libmosquitto's functions, loaded on first use (see CMosquitto/shim.h), with
+/// `mosquitto_lib_init` run exactly once per process.
+public enum MosquittoLibrary {
+    private static let loaded: Result<MosquittoAPI, MosquittoError> = {
+        var table = gate_mosquitto_api()
+        if let failure = gate_mosquitto_load(&table) {
+            return .failure(
+                MosquittoError(
+                    call: "dlopen libmosquitto.so.1",
+                    words: String(cString: failure) + " (MQTT needs the package libmosquitto1)"
+                )
+            )
+        }
+        let api = MosquittoAPI(table)
+        _ = api.lib_init()
+        return .success(api)
+    }()
+
+    /// The loaded library, or why it cannot be loaded.
+    static func api() throws(MosquittoError) -> MosquittoAPI {
+        try loaded.get()
+    }
+
+    /// Loads the library now, on the calling thread (it is otherwise loaded by the
+    /// first client); returns why it cannot be loaded, if so. Loading maps libssl and
+    /// libcrypto too: over a millisecond, during which glibc lets no thread start.
+    public static func load() -> MosquittoError? {
+        if case .failure(let error) = loaded { return error }
+        return nil
+    }
+}

@@ -1,0 +1,8 @@
+import ArgumentParser
+import GateCore
+import GateSystem
+import Logging
+
+enum GateVersion {
+    static let current = GateRelease.version
+}

@@ -1,0 +1,15 @@
+import ArgumentParser
+import GateCore
+import GateSystem
+import Logging
+
+struct LogLevelArgument: ExpressibleByArgument {
+    var level: Logger.Level
+
+    init?(argument: String) {
+        guard let level = Logger.Level(rawValue: argument.lowercased()) else { return nil }
+        self.level = level
+    }
+
+    static var allValueStrings: [String] { Logger.Level.allCases.map(\.rawValue) }
+}
