@@ -7,11 +7,13 @@ let package = Package(
         .executable(name: "gate", targets: ["gate"]),
         .executable(name: "esp32-sim", targets: ["esp32-sim"]),
     ],
+    // Exact versions: the package that ships is built from what was tested
+    // (docs/DEVELOPING.md#dependencies says why Package.resolved is not committed).
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", exact: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
     ],
     targets: [
         // Pure logic: state machine, fallback policy, configuration, errors. No I/O.
