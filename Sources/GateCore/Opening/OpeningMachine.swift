@@ -283,8 +283,9 @@ public struct OpeningMachine: Sendable {
                 // Whoever asked hung up: no adapter may send for them, so none is tried.
                 record(index, .unreachable, .withheld(.openerGone), attemptStart: attemptStart, now: now)
                 return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
-            case .withheld(.relayAnswered):
-                // The status topic's `1` that closed the permit is on its way here.
+            case .withheld(.relayAnswered), .signed:
+                // The status topic's `1` that closed the permit is on its way here; a
+                // protocol v2 reply never reaches a v1 opening (`V2OpeningMachine`'s).
                 return []
             case .withheld(let why):
                 return giveUp(
@@ -307,7 +308,7 @@ public struct OpeningMachine: Sendable {
         case .waitingForRelayClose(let index, let attemptStart, let deadline):
             let budget = plan[index].budget
             switch event {
-            case .sent, .relay(.activated), .withheld:
+            case .sent, .relay(.activated), .withheld, .signed:
                 // A repeated `1` while the relay is held is harmless (docs/CONTRACT.md#protocol-over-udp).
                 sent = sent || event == .sent
                 return []
