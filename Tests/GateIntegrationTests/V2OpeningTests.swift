@@ -91,7 +91,7 @@ struct V2OpeningTests {
         // The relay cycles and the device says nothing: only forgeries answer.
         let sim = try simulator([keyA], ["--fault", "silent"], broker: broker)
         let epoch = try announcedEpoch(broker)
-        let forger = Forger(broker: broker, payloads: forgeries(epoch: epoch, counters: 1...3))
+        let forger = try Forger(broker: broker, payloads: forgeries(epoch: epoch, counters: [1]))
         let gate = try V2Gate(key: keyA, udpPort: sim.udpPort, broker: broker)
         let run = try gate.open()
         forger.stop()
@@ -101,17 +101,22 @@ struct V2OpeningTests {
         #expect(try sim.activations().count == 1, "the MQTT copy was only acknowledged (silently)")
     }
 
-    @Test("Forged plain 1s, forged 0x93 and 0x9E: never a lock-out")
+    @Test("Forged plain 1s, forged 0x93 and 0x9E: never a lock-out, the fallback still goes")
     func forgeriesLockNobodyOut() throws {
         let broker = try MosquittoBroker(.plain)
-        let sim = try simulator([keyA], broker: broker)
+        // UDP's replies lost: each opening needs its MQTT copy, while forged 1s keep coming.
+        let sim = try simulator([keyA], ["--fault", "udp:lost-replies"], broker: broker)
         let epoch = try announcedEpoch(broker)
-        let forger = Forger(broker: broker, payloads: forgeries(epoch: epoch, counters: 1...3, plainRelease: false))
+        let forger = try Forger(
+            broker: broker,
+            payloads: forgeries(epoch: epoch, counters: [1, 65, 129], plainRelease: false)
+        )
         defer { forger.stop() }
         let gate = try V2Gate(key: keyA, udpPort: sim.udpPort, broker: broker)
         for _ in 0..<3 {
             let run = try gate.open()
             #expect(run.status == 0, "\(run.summary)\n\(sim.stderrText)")
+            #expect(try run.json()["adapter"] as? String == "mqtt")
         }
         #expect(forger.published > 0)
         #expect(try sim.activations().count == 3)
@@ -252,7 +257,7 @@ struct V2OpeningTests {
     /// another key, with a broken tag, signed as requests; plain `1` (and `0`).
     private func forgeries(
         epoch: UInt32,
-        counters: ClosedRange<UInt64>,
+        counters: [UInt64],
         plainRelease: Bool = true
     ) -> [(topic: String, payload: String)] {
         var payloads: [(topic: String, payload: String)] = []
@@ -317,22 +322,41 @@ struct V2Gate {
     }
 }
 
-/// Publishes forged messages in a loop on a thread of its own until stopped.
+/// Publishes forged messages until stopped: one `mosquitto_pub -l` per topic (a line read,
+/// a message published), fed every few milliseconds from a thread of its own.
 final class Forger: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
     private var count = 0
     private let done = DispatchSemaphore(value: 0)
+    private var publishers: [(process: Process, input: Pipe)] = []
 
-    init(broker: MosquittoBroker, payloads: [(topic: String, payload: String)]) {
+    init(broker: MosquittoBroker, payloads: [(topic: String, payload: String)]) throws {
+        var byTopic: [String: [String]] = [:]
+        for (topic, payload) in payloads { byTopic[topic, default: []].append(payload) }
+        for topic in byTopic.keys.sorted() {
+            let process = Process()
+            let input = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+            process.arguments =
+                broker.clientArguments(credentials: .brokerDefault, trust: .brokerCA) + ["-q", "0", "-t", topic, "-l"]
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            publishers.append((process, input))
+        }
+        let feeds = byTopic.keys.sorted().enumerated().map { (publishers[$0.offset].input, byTopic[$0.element] ?? []) }
         Thread.detachNewThread { [self] in
             defer { done.signal() }
+            var round = 0
             while !lock.withLock({ stopped }) {
-                for (topic, payload) in payloads {
-                    if (try? broker.publish(topic: topic, payload: payload, qos: 0)) != nil {
-                        lock.withLock { count += 1 }
-                    }
+                for (input, lines) in feeds {
+                    input.fileHandleForWriting.write(Data((lines[round % lines.count] + "\n").utf8))
                 }
+                lock.withLock { count += 1 }
+                round += 1
+                Thread.sleep(forTimeInterval: 0.003)
             }
         }
     }
@@ -344,8 +368,15 @@ final class Forger: @unchecked Sendable {
             defer { stopped = true }
             return !stopped
         }
-        if first { done.wait() }
+        guard first else { return }
+        done.wait()
+        for publisher in publishers {
+            try? publisher.input.fileHandleForWriting.close()
+            publisher.process.waitUntilExit()
+        }
     }
+
+    deinit { stop() }
 }
 
 private func hex32(_ value: UInt32) -> String {
