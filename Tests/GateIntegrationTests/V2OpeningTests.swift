@@ -44,6 +44,18 @@ struct V2OpeningTests {
         #expect(try String(contentsOfFile: gate.stateDirectory + "/esp32-counter-1", encoding: .utf8) == "128\n")
     }
 
+    @Test("No key: 78, nothing sent, the words say where gate looked")
+    func noKey() throws {
+        let sim = try simulator([keyA])
+        let gate = try V2Gate(key: keyA, udpPort: sim.udpPort)
+        try FileManager.default.removeItem(atPath: gate.environment["CREDENTIALS_DIRECTORY"]! + "/esp32-key")
+        let run = try gate.open()
+        #expect(run.status == 78, "\(run.summary)")
+        #expect((try run.json()["message"] as? String)?.contains("nothing was sent") == true, "\(run.stdout)")
+        #expect(!sim.stderrText.contains("udp from"), "\(sim.stderrText)")
+        #expect(try sim.activations().isEmpty)
+    }
+
     @Test("UDP replies lost: the same frame over MQTT, one cycle, success through the signed MQTT replies")
     func udpRepliesLost() throws {
         let broker = try MosquittoBroker(.plain)

@@ -85,10 +85,27 @@ struct V2OpeningRun {
             guard let input = await iterator.next() else {
                 // Cancelled (the daemon stopping): the permit closes first; what left decides.
                 pending = machine.handle(.stopped(frameSent: loop.stop(), at: clock.now()))
+                if pending.isEmpty { return Self.undecided(machine, config: config) }
                 continue
             }
             pending = await loop.feed(input, machine: &machine)
         }
+    }
+
+    /// Unreachable by construction (a stopped machine always finishes); reported rather
+    /// than looping on an ended stream.
+    static func undecided(
+        _ machine: V2OpeningMachine,
+        config: GateConfig
+    ) -> (result: OpeningResult, resetAfter: Duration?) {
+        let result = OpeningResult(
+            error: .allAdaptersFailed,
+            adapter: nil,
+            duration: .zero,
+            attempts: machine.attempts,
+            explanation: "internal error: the opening stopped without a result"
+        )
+        return (result, .seconds(fromConfig: config.runtime.resetDelay))
     }
 
     /// The loop's own state: the step that runs, and the numbers that tell late inputs of
