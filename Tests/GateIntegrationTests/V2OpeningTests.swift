@@ -221,7 +221,7 @@ struct V2OpeningTests {
         #expect(try sim.activations().count == 2, "\(sim.stderrText)")
     }
 
-    @Test("The daemon opens with v2 through its warm link; a forged plain 1 locks nobody out")
+    @Test("The daemon opens with v2 through its warm link (delegated, button); a forged plain 1 locks nobody out")
     func daemonOpening() throws {
         let broker = try MosquittoBroker(.plain)
         let sim = try simulator([keyA], broker: broker)
@@ -237,6 +237,13 @@ struct V2OpeningTests {
         )
         #expect(delegated.status == 0, "\(delegated.summary)\n\(daemon.log)")
         #expect(try sim.activations().map(\.via) == ["udp"], "\(sim.stderrText)")
+        // The button goes through the same pipeline.
+        let edge = try daemon.press()
+        #expect(daemon.waitForPressHandled(edgeNs: edge), "\(daemon.log)")
+        let last = DaemonFiles.last(daemon.status())
+        #expect(last?["outcome"] as? String == "success" && last?["source"] as? String == "button", "\(daemon.log)")
+        let activations = try sim.activations()
+        #expect(activations.count == 2 && activations.allSatisfy { $0.protocolVersion == 2 }, "\(activations)")
         // The epoch came with the warm link: no status query went to the device.
         #expect(!sim.stderrText.contains("status query"), "\(sim.stderrText)")
         #expect(daemon.stop() == .exited(0), "\(daemon.log)")
