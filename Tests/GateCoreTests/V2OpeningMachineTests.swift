@@ -133,6 +133,17 @@ struct V2OpeningMachineTests {
         #expect(result(actions)?.exitCode == 124)
     }
 
+    @Test("0x9E to the MQTT copy after the network refused the UDP one: the retry still goes")
+    func staleEpochAfterRefusedCopy() {
+        var run = Run()
+        _ = run.machine.handle(.start(epoch: 7, at: run.clock.now))
+        _ = run.on(.udp, .sent)
+        _ = run.on(.udp, .unreachable("ICMP port unreachable"))
+        _ = run.on(.mqtt, .sent)
+        let retry = run.on(.mqtt, .signed(.staleEpoch, epoch: 8))
+        #expect(starts(retry) == [.new(epoch: 8)])
+    }
+
     @Test("Refused by the network before any answer: 69 once the plan is over")
     func unreachable() {
         var run = Run()

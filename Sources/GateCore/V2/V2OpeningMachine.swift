@@ -62,11 +62,13 @@ public struct V2OpeningMachine: Sendable {
     private var framesBuilt = 0
     /// Copies of the current frame that left, on any transport.
     private var copies = 0
+    /// Of those, the ones whose fate is open: not refused at once by the network, not
+    /// answered by a reply saying that nothing moved. While one is, the relay may have
+    /// cycled (124 rather than 69), and a `0x9E` to another copy allows no new frame.
+    private var liveCopies = 0
     /// The running attempt's copy left.
     private var sent = false
-    /// A copy of a frame left whose fate is not settled by a reply saying nothing moved:
-    /// the relay may have cycled (124 rather than 69).
-    private var unsettled = false
+    private var unsettled: Bool { liveCopies > 0 }
     /// The signed `0x90` for the current frame was seen.
     private var activated = false
     private var decidedBy: AdapterKind?
@@ -151,7 +153,7 @@ public struct V2OpeningMachine: Sendable {
             guard !sent else { return [] }
             sent = true
             copies += 1
-            unsettled = true
+            liveCopies += 1
             // `triggering` once, when the opening's first frame leaves.
             let first = copies == 1 && framesBuilt == 1
             return first ? [.stateChanged(.triggering, adapter: plan[index].kind)] : []
@@ -161,9 +163,8 @@ public struct V2OpeningMachine: Sendable {
             // Unsigned: never evidence under v2 (v2 adapters do not even report it).
             return []
         case .unreachable(let words):
-            // Refused by the network: this copy reached nobody. A frame whose only copy
-            // that was leaves nothing unsettled.
-            if sent, copies == 1 { unsettled = false }
+            // Refused by the network: this copy reached nobody.
+            if sent { liveCopies -= 1 }
             return next(after: index, .unreachable, .adapter(words), start: attemptStart, now: now)
         case .lost(let words):
             return next(
@@ -222,7 +223,7 @@ public struct V2OpeningMachine: Sendable {
         case .busy:
             // The ESP32 took the counter and moved nothing; every copy gets that answer.
             guard !activated else { return [] }
-            unsettled = false
+            liveCopies = 0
             return decide(
                 index,
                 .skipped,
@@ -250,7 +251,7 @@ public struct V2OpeningMachine: Sendable {
         now: MonotonicInstant
     ) -> [Action] {
         guard !activated else { return [] }
-        guard copies <= 1 else {
+        guard liveCopies <= 1 else {
             return decide(
                 index,
                 .noAnswer,
@@ -261,7 +262,7 @@ public struct V2OpeningMachine: Sendable {
                 now: now
             )
         }
-        unsettled = false
+        liveCopies = 0
         guard framesBuilt == 1 else {
             return decide(
                 index,
@@ -288,6 +289,7 @@ public struct V2OpeningMachine: Sendable {
         if case .new = frame {
             framesBuilt += 1
             copies = 0
+            liveCopies = 0
             activated = false
         }
         phase = .attempt(index: index, startedAt: now)
@@ -329,7 +331,7 @@ public struct V2OpeningMachine: Sendable {
         case .attempt(let index, let start):
             if frameSent, !sent {
                 sent = true
-                unsettled = true
+                liveCopies += 1
             }
             record(index, sent ? .noAnswer : .skipped, .stopped, start: start, now: now, sent: sent)
             return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
