@@ -97,6 +97,22 @@ struct V2OpeningTests {
         #expect(recorder.messages(topic: Self.status) == ["1", "0"], "one cycle's plain 1 and 0")
     }
 
+    @Test("The opening's own MQTT link still connecting when UDP's silence ends: the copy waits for it")
+    func slowLinkStillCarriesTheCopy() throws {
+        let broker = try MosquittoBroker(.plain)
+        // Status replies still come over UDP (the epoch); the open's replies do not.
+        let sim = try simulator([keyA], ["--fault", "udp:silent"], broker: broker)
+        // Every chunk between gate and the broker 600 ms late: the link is up only after
+        // about four of them, well after the 1 s UDP attempt.
+        let proxy = try ChaosSlowProxy(to: broker.port, delay: .milliseconds(600))
+        defer { proxy.stop() }
+        let gate = try V2Gate(key: keyA, udpPort: sim.udpPort, broker: broker, mqttPort: proxy.port, mqttTimeout: 8.0)
+        let run = try gate.open()
+        #expect(run.status == 0, "\(run.summary)\n\(sim.stderrText)")
+        #expect(try run.json()["adapter"] as? String == "mqtt", "\(run.stdout)")
+        #expect(try sim.activations().map(\.via) == ["udp"])
+    }
+
     @Test("Forged replies and a forged plain 1/0: never a success")
     func forgedRepliesNeverSucceed() throws {
         let broker = try MosquittoBroker(.plain)
@@ -301,8 +317,18 @@ struct V2Gate {
     let config: TestConfig
     let environment: [String: String]
 
-    init(key: V2TestKey, udpPort: UInt16, broker: MosquittoBroker? = nil) throws {
-        let mqtt = broker.map { "[mqtt]\nhost = \"\($0.host)\"\nport = \($0.port)\ntimeout = 2.0\n" } ?? ""
+    /// `mqttPort`: where gate connects to the broker, when not straight to it (a proxy).
+    init(
+        key: V2TestKey,
+        udpPort: UInt16,
+        broker: MosquittoBroker? = nil,
+        mqttPort: UInt16? = nil,
+        mqttTimeout: Double = 2.0
+    ) throws {
+        let mqtt =
+            broker.map {
+                "[mqtt]\nhost = \"\($0.host)\"\nport = \(mqttPort ?? $0.port)\ntimeout = \(mqttTimeout)\n"
+            } ?? ""
         config = try TestConfig(
             """
             [udp]
