@@ -132,13 +132,18 @@ public final class DaemonContext: Sendable {
 
     /// What the link for `config` carries for Home Assistant: its last will and the
     /// command and HA status topics (docs/CONTRACT.md#home-assistant); nothing without `[homeassistant]`.
+    /// Under `[esp32] protocol = 2` also protocol v2's replies and epoch announcement, so
+    /// that an opening has the epoch and the signed replies at once
+    /// (docs/CONTRACT.md#protocol-v2-openings).
     static func linkExtras(for config: GateConfig) -> LinkExtras {
-        guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras() }
+        let v2 = V2Subscription(config: config)
+        guard let homeAssistant = config.homeAssistant, let mqtt = config.mqtt else { return LinkExtras(v2: v2) }
         let discovery = HomeAssistantDiscovery(config: homeAssistant, mqtt: mqtt, version: GateRelease.version)
         return LinkExtras(
             will: discovery.will,
             subscriptions: [discovery.topics.command, discovery.topics.homeAssistantStatus],
-            retainAsPublished: true
+            retainAsPublished: true,
+            v2: v2
         )
     }
 

@@ -103,7 +103,9 @@ struct LinkService: Service, CustomStringConvertible {
             else { return [] }
             var local = false
             var recorder: OpeningRecorder?
-            if loop.observer.beginsCycle(report) {
+            // Under protocol v2 a plain `1` proves nothing and never holds the lock
+            // (docs/CONTRACT.md#protocol-v2-openings): a forged one cannot lock anyone out.
+            if loop.observer.beginsCycle(report), context.config.esp32.protocolVersion == .v1 {
                 // The lock says whether a local opening owns this cycle; holding it
                 // also keeps local openings out while the relay is held elsewhere.
                 switch context.pipeline.beginElsewhere(config: context.config) {

@@ -83,27 +83,3 @@ struct EvidenceOnEveryPathTests {
         """
     }
 }
-
-/// `[esp32] protocol = 2` is configuration that openings do not speak yet: an opening says
-/// so (78) and sends nothing, rather than opening with v1 under a v2 setting.
-@Suite("Protocol 2 not yet spoken by openings")
-struct ProtocolTwoNotYetTests {
-    @Test("gate open with protocol = 2: 78, nothing sent, the words say what to do")
-    func refusedWithNothingSent() throws {
-        let sim = try Simulator([])
-        let config = try TestConfig(
-            """
-            [udp]
-            host = "127.0.0.1"
-            port = \(sim.udpPort)
-            [esp32]
-            protocol = 2
-            """
-        )
-        let run = try GateRunner.run(["open", "--json", "--direct", "--config", config.path])
-        #expect(run.status == 78, "\(run.summary)")
-        #expect((try run.json()["message"] as? String)?.contains("set [esp32] protocol = 1") == true, "\(run.stdout)")
-        #expect(try sim.activations().isEmpty)
-        #expect(sim.receivedTriggers().isEmpty)
-    }
-}

@@ -22,4 +22,7 @@ public enum AdapterEvent: Sendable, Hashable {
     case withheld(Withholding)
     /// The adapter's budget ran out.
     case deadlineReached
+    /// Protocol v2: a genuine reply for the opening's frame (its key id, gate and counter,
+    /// its tag checked), with the ESP32's epoch in it. Only v2 adapters report these.
+    case signed(V2ReplyKind, epoch: UInt32)
 }

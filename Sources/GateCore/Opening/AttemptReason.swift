@@ -28,4 +28,21 @@ public enum AttemptReason: Sendable, Hashable {
     /// No answer to a trigger that left while nothing watched the status topic; the
     /// next adapter was not tried.
     indirect case unwatchedSilence(AttemptReason, next: AdapterKind)
+    /// Protocol v2 (docs/CONTRACT.md#protocol-v2-openings): the ESP32's epoch could not be
+    /// learnt this way; nothing but a status query was sent.
+    case noEpoch(String)
+    /// Protocol v2: no signed reply for the frame within the budget.
+    case noSignedAnswer(budget: Duration)
+    /// Protocol v2: the signed `0x90` came, the signed `0x91` not within the budget.
+    case noSignedRelease(budget: Duration)
+    /// Protocol v2: `0x93`, the relay is held by another opening; nothing moved.
+    case busy
+    /// Protocol v2: `0x9E` to the frame's only copy; nothing moved, a new frame with the
+    /// ESP32's epoch followed.
+    case staleEpochRetried
+    /// Protocol v2: `0x9E` again, to the new frame; nothing moved.
+    case staleEpochAgain
+    /// Protocol v2: `0x9E` to one copy while another copy of the same frame went
+    /// unanswered (it may have cycled the relay before the ESP32 restarted): no new frame.
+    case staleEpochAfterUnansweredCopy
 }

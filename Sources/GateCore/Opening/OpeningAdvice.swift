@@ -80,12 +80,13 @@ extension AttemptReason {
     /// ESP32 answered (`false`); `nil` for the rest.
     var silence: Bool? {
         switch self {
-        case .noAnswer: return true
+        case .noAnswer, .noSignedAnswer: return true
         case .unwatchedSilence(let inner, _): return inner.silence
         case .noRelease, .activatedAtDeadline, .failedAfterActivation, .releaseWithoutActivation,
-            .releaseBeforeActivation, .lostAfterTrigger:
+            .releaseBeforeActivation, .lostAfterTrigger, .noSignedRelease, .busy, .staleEpochRetried,
+            .staleEpochAgain, .staleEpochAfterUnansweredCopy:
             return false
-        case .notConfigured, .offLink, .adapter, .invalid, .withheld, .stopped: return nil
+        case .notConfigured, .offLink, .adapter, .invalid, .withheld, .stopped, .noEpoch: return nil
         }
     }
 }

@@ -294,6 +294,9 @@ public struct OpeningMachine: Sendable {
                 // answers the last trigger that left, not this attempt, which sent nothing.
                 if !sent { answeredFor = lastSentIndex }
                 return []
+            case .signed:
+                // A protocol v2 reply never reaches a v1 opening (`V2OpeningMachine`'s).
+                return []
             case .withheld(let why):
                 return giveUp(
                     index: index,
@@ -315,7 +318,7 @@ public struct OpeningMachine: Sendable {
         case .waitingForRelayClose(let index, let attemptStart, let deadline):
             let budget = plan[index].budget
             switch event {
-            case .sent, .relay(.activated), .withheld:
+            case .sent, .relay(.activated), .withheld, .signed:
                 // A repeated `1` while the relay is held is harmless (docs/CONTRACT.md#protocol-over-udp).
                 sent = sent || event == .sent
                 return []

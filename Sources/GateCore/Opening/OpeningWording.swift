@@ -35,6 +35,22 @@ extension AttemptReason: CustomStringConvertible {
         case .unwatchedSilence(let silence, let next):
             return
                 "\(silence); \(next) was not tried: the status topic was not watched when the trigger left, so the ESP32 may have cycled the relay with its answer lost, and a second trigger could cycle it twice"
+        case .noEpoch(let why):
+            return "cannot learn the ESP32's epoch: \(why); only a status query was sent"
+        case .noSignedAnswer(let budget):
+            return
+                "no signed reply within \(budget.humanReadable) (an ESP32 without this key, or with v1 firmware, answers nothing)"
+        case .noSignedRelease(let budget):
+            return "relay activated (signed 0x90) but no signed release (0x91) within \(budget.humanReadable)"
+        case .busy:
+            return "the ESP32 answered 0x93: its relay is held by another opening; nothing moved"
+        case .staleEpochRetried:
+            return "the ESP32 answered 0x9E (stale epoch): nothing moved; one new frame with its epoch followed"
+        case .staleEpochAgain:
+            return "the ESP32 answered 0x9E (stale epoch) again, to the new frame; nothing moved"
+        case .staleEpochAfterUnansweredCopy:
+            return
+                "the ESP32 answered 0x9E (stale epoch) after another copy of the frame went unanswered: that copy may have cycled the relay before the ESP32 restarted, so no new frame was sent"
         }
     }
 }

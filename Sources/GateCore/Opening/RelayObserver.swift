@@ -160,7 +160,7 @@ public struct RelayObserver: Sendable, Hashable {
         case .relay(.activated): return .activated
         case .relay(.released): return .released
         case .invalid(let why): return .invalid(why)
-        case .sent, .unreachable, .lost, .misconfigured, .withheld, .deadlineReached: return nil
+        case .sent, .unreachable, .lost, .misconfigured, .withheld, .deadlineReached, .signed: return nil
         }
     }
 }

@@ -69,6 +69,13 @@ public final class MQTTLink: StatusFeed {
         /// `sync` calls waiting for the SUBACK of their SUBSCRIBE, by message id.
         var barriers: [Int32: (token: UInt64, continuation: CheckedContinuation<Bool, Never>)] = [:]
         var nextBarrier: UInt64 = 0
+        /// Protocol v2: SUBSCRIBE message ids of `extras.v2`'s topics on this connection.
+        var v2SubscribeIDs: Set<Int32> = []
+        /// Protocol v2: the last payload on the epoch announcement's topic (retained or
+        /// live), unchecked: whoever holds the key checks it (`V2Key.epoch`).
+        var epochAnnouncement: [UInt8]?
+        /// Protocol v2: the running opening's reader of `<status_topic>/v2`.
+        var replyObserver: (@Sendable ([UInt8]) -> Void)?
     }
 
     public init(
@@ -265,6 +272,7 @@ public final class MQTTLink: StatusFeed {
                 return
             }
             let client = state.withLock { $0.client }
+            subscribeV2(client)
             do {
                 let id = try client.map { try $0.subscribe(topic: config.statusTopic, qos: 0) }
                 state.withLock { $0.subscribeID = id }
@@ -298,6 +306,12 @@ public final class MQTTLink: StatusFeed {
                 barrier.continuation.resume(returning: true)
                 return
             }
+            if state.withLock({ $0.v2SubscribeIDs.remove(messageID) }) != nil {
+                if MQTTStatusTopic.refused(granted: granted) {
+                    logger.error("MQTT broker at \(broker) refused a protocol v2 subscription (not authorised for it?)")
+                }
+                return
+            }
             let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
             if let extra {
                 if MQTTStatusTopic.refused(granted: granted) {
@@ -321,6 +335,7 @@ public final class MQTTLink: StatusFeed {
             logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
 
         case .message(let name, let payload, let retained):
+            if handleV2(topic: name, payload: payload, retained: retained) { return }
             guard name == config.statusTopic else {
                 if extras.subscriptions.contains(name) {
                     onEvent(self, .message(topic: name, payload: payload, retained: retained))
@@ -458,6 +473,64 @@ public final class MQTTLink: StatusFeed {
         }
     }
 
+    /// Protocol v2's topics, subscribed before the status topic: the broker sends the
+    /// retained epoch announcement before the status topic's SUBACK, so a link that is
+    /// ready has it (docs/CONTRACT.md#protocol-v2-openings).
+    private func subscribeV2(_ client: MosquittoClient?) {
+        guard let v2 = extras.v2, let client else { return }
+        var ids: Set<Int32> = []
+        for topic in [v2.epoch, v2.replies] {
+            do {
+                ids.insert(try client.subscribe(topic: topic, qos: 0))
+            } catch {
+                logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            }
+        }
+        state.withLock { $0.v2SubscribeIDs = ids }
+    }
+
+    /// A message on a protocol v2 topic: the epoch announcement is kept, a live reply goes
+    /// to the running opening. True when the topic was one of them.
+    private func handleV2(topic: String, payload: [UInt8], retained: Bool) -> Bool {
+        guard let v2 = extras.v2 else { return false }
+        if topic == v2.epoch {
+            state.withLock { $0.epochAnnouncement = payload }
+            return true
+        }
+        guard topic == v2.replies else { return false }
+        // A retained reply is stale by definition (and only the ESP32 may publish there).
+        guard !retained, let observer = state.withLock({ $0.replyObserver }) else { return true }
+        observer(payload)
+        return true
+    }
+
+    /// Protocol v2: the last epoch announcement seen for the link's key id, unchecked.
+    public var epochAnnouncement: [UInt8]? { state.withLock { $0.epochAnnouncement } }
+
+    /// Protocol v2: every live message on `<status_topic>/v2` goes to `observer` until the
+    /// returned function is called.
+    public func attachReplies(_ observer: @escaping @Sendable ([UInt8]) -> Void) -> @Sendable () -> Void {
+        state.withLock { $0.replyObserver = observer }
+        return { [self] in state.withLock { $0.replyObserver = nil } }
+    }
+
+    /// Protocol v2: publishes a request (a status query) at QoS 0, never retained
+    /// (PROTOCOL-V2.md, "Transports"); false when the link is not up or the library refused.
+    public func publishRequest(topic: String, payload: [UInt8]) -> Bool {
+        let client = state.withLock { state -> MosquittoClient? in
+            guard state.ready, !state.stopped else { return nil }
+            return state.client
+        }
+        guard let client else { return false }
+        do {
+            _ = try client.publish(topic: topic, payload: payload, qos: 0, retain: false)
+            return true
+        } catch {
+            logger.warning("MQTT link cannot publish", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            return false
+        }
+    }
+
     /// Whether the relay is held by a cycle this link saw begin, for at most
     /// `RelayObserver.activeBound` (a lost `0` or a forged `1` must not keep the gate
     /// refused for the whole MQTT budget).
@@ -482,7 +555,7 @@ public final class MQTTLink: StatusFeed {
     /// One trigger through the warm link; nil when the link is not ready, so that
     /// the caller can connect afresh instead. The answers come through the
     /// opening's `attach`ed observer, like any status message.
-    func attempt(_ ticket: AttemptTicket) -> AttemptCancel? {
+    func attempt(_ ticket: AttemptTicket, request: (topic: String, payload: [UInt8])? = nil) -> AttemptCancel? {
         let client = state.withLock { state -> MosquittoClient? in
             guard state.ready, !state.stopped, state.attempt == nil, state.observer != nil, let client = state.client
             else { return nil }
@@ -492,11 +565,12 @@ public final class MQTTLink: StatusFeed {
         guard let client else { return nil }
         ticket.doing("publishing through the MQTT link to \(broker)")
         var failure: MosquittoError?
+        let topic = request?.topic ?? config.triggerTopic
         let sent = ticket.send {
             do throws(MosquittoError) {
                 _ = try client.publish(
-                    topic: config.triggerTopic,
-                    payload: MQTTStatusTopic.triggerPayload(),
+                    topic: topic,
+                    payload: request?.payload ?? MQTTStatusTopic.triggerPayload(),
                     qos: 0,
                     retain: false
                 )
@@ -505,14 +579,14 @@ public final class MQTTLink: StatusFeed {
             }
         }
         if let failure {
-            ticket.report(.unreachable("cannot publish the trigger to \(config.triggerTopic) at \(broker): \(failure)"))
+            ticket.report(.unreachable("cannot publish the trigger to \(topic) at \(broker): \(failure)"))
         }
         guard sent, failure == nil else {
             state.withLock { if $0.attempt?.attempt == ticket.attempt { $0.attempt = nil } }
             ticket.finish()
             return AttemptCancel {}
         }
-        logger.debug("trigger published on the warm link", metadata: ["topic": "\(config.triggerTopic)"])
+        logger.debug("trigger published on the warm link", metadata: ["topic": "\(topic)"])
         let timer = Task {
             do {
                 try await ticket.permit.clock.sleep(until: ticket.deadline)

@@ -1,4 +1,5 @@
 import GateCore
+import GateV2
 import Logging
 import Plumbing
 
@@ -45,12 +46,18 @@ public struct AdapterFactory: Sendable {
     /// daemon): an MQTT link for the opening's length, subscribed to the status topic,
     /// through which the MQTT attempt also publishes. Nil without `[mqtt]`, when MQTT
     /// goes first (its own subscription watches), and for the caller's own adapters.
+    /// Under protocol v2 always with `[mqtt]`: it brings the epoch announcement and the
+    /// signed replies, and carries the frame's MQTT copy.
     func watch(config: GateConfig, plan: AdapterPlan, logger: Logger) -> MQTTLink? {
-        guard custom == nil, let mqtt = config.mqtt, plan.adapters.first?.kind == .udp else { return nil }
+        let v2 = V2Subscription(config: config)
+        guard custom == nil, let mqtt = config.mqtt, plan.adapters.first?.kind == .udp || v2 != nil else {
+            return nil
+        }
         let made = try? MQTTLink(
             config: mqtt,
             credentials: credentials,
             logger: logger,
+            extras: LinkExtras(v2: v2),
             sessions: sessions,
             troubleLevel: .info,
             onUnclaimed: { _, _ in }
@@ -106,5 +113,62 @@ public struct AdapterFactory: Sendable {
             }
             return cold
         }
+    }
+}
+
+extension AdapterFactory {
+    /// Protocol v2's adapter for one attempt (docs/CONTRACT.md#protocol-v2-openings): the
+    /// frame's 32 bytes over UDP, or its 64 hex digits through the MQTT link (the daemon's,
+    /// or the opening's own watch), which also reads the replies. A datagram counts only as
+    /// the genuine reply to `frame` under `key`; anything else is ignored.
+    func makeV2(
+        _ kind: AdapterKind,
+        config: GateConfig,
+        selection: AdapterSelection,
+        frame: V2Frame,
+        key: V2Key,
+        logger: Logger,
+        watch: MQTTLink?
+    ) -> any GateAdapter {
+        if let custom { return custom(kind) }
+        switch kind {
+        case .udp:
+            guard let udp = config.udp else {
+                return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration"))
+            }
+            return UDPAdapter(
+                host: udp.host,
+                port: udp.port,
+                onLinkOnly: selection == .auto,
+                interfaces: InterfaceTable.current,
+                logger: logger,
+                trigger: frame.bytes,
+                decode: { datagram in
+                    guard let reply = key.reply(to: frame, datagram: Array(datagram)) else { return [] }
+                    return [.signed(reply.kind, epoch: reply.epoch)]
+                }
+            )
+        case .mqtt:
+            guard let mqtt = config.mqtt, let v2 = V2Subscription(config: config) else {
+                return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
+            }
+            guard let link = v2Link(config: config, watch: watch) else {
+                let broker = MQTTStatusTopic(config: mqtt).broker
+                return FailedAdapter(
+                    kind: .mqtt,
+                    event: .unreachable("no MQTT link to \(broker) for this opening; nothing was published")
+                )
+            }
+            return V2LinkAdapter(link: link, request: (v2.requests, Array(frame.hex.utf8)))
+        }
+    }
+
+    /// The link an opening under protocol v2 reads and publishes through: the opening's
+    /// own watch, or the daemon's link when it was made for this configuration.
+    func v2Link(config: GateConfig, watch: MQTTLink?) -> MQTTLink? {
+        guard let mqtt = config.mqtt, let link = watch ?? link(), link.config.sameLink(as: mqtt),
+            link.extras.v2 == V2Subscription(config: config)
+        else { return nil }
+        return link
     }
 }

@@ -65,9 +65,6 @@ public struct OpeningPipeline: Sendable {
         self.logger = logger
     }
 
-    static let protocolTwoNotYet =
-        "this gate does not open with protocol 2 yet (only gate doctor and gate key speak it): set [esp32] protocol = 1 to open; nothing was sent"
-
     /// How long after an attempt's deadline the pipeline asks it to drain and finish,
     /// and then how long it waits for that before deciding without it. Adapters
     /// report their own deadline (with better words); this is the net for one stuck
@@ -87,15 +84,13 @@ public struct OpeningPipeline: Sendable {
         var logger = self.logger
         logger[metadataKey: "source"] = "\(request.source)"
         if config.esp32.protocolVersion == .v2 {
-            // Openings speak v1 only, so far: sending v1 under a v2 setting would say one
-            // thing and do another (docs/CONTRACT.md#configuration).
-            logger.error("opening refused: [esp32] protocol = 2 is not spoken by openings yet")
-            return OpeningResult(
-                error: .configurationMissing,
-                adapter: nil,
-                duration: .zero,
-                attempts: [],
-                explanation: Self.protocolTwoNotYet
+            // Signed frames; plain `1`/`0` are neither evidence nor a busy relay there.
+            return await openV2(
+                config: config,
+                request: request,
+                logger: logger,
+                onStateChange: onStateChange,
+                onAttempt: onAttempt
             )
         }
         if let statusFeed, statusFeed.relayActive {
@@ -115,29 +110,9 @@ public struct OpeningPipeline: Sendable {
         let watch = statusFeed == nil ? adapters.watch(config: config, plan: plan, logger: logger) : nil
         defer { watch?.stop() }
         let recorder: OpeningRecorder
-        do throws(OpeningRecorder.Refusal) {
-            recorder = try OpeningRecorder.begin(
-                paths: paths,
-                source: request.source,
-                runtime: config.runtime,
-                force: request.force,
-                requester: request.requester,
-                logger: logger
-            )
-        } catch let refusal {
-            logger.notice("opening refused", metadata: ["reason": "\(refusal.message)"])
-            let error: GateKeeperError
-            switch refusal {
-            case .inProgress, .cooldown: error = .operationInProgress
-            case .unavailable: error = .configurationMissing
-            }
-            return OpeningResult(
-                error: error,
-                adapter: nil,
-                duration: .zero,
-                attempts: [],
-                explanation: refusal.message
-            )
+        switch begin(config: config, request: request, logger: logger) {
+        case .success(let taken): recorder = taken
+        case .failure(let refused): return refused.result
         }
         if let watch, plan.adapters.first?.kind == .udp {
             await Self.waitUntilLive(watch, for: Self.watchWait)
@@ -157,6 +132,42 @@ public struct OpeningPipeline: Sendable {
         )
         recorder.finished(result.result, resetAfter: result.resetAfter)
         return result.result
+    }
+
+    /// An opening refused before anything ran (lock, cooldown, folders): its result.
+    struct Refused: Error {
+        let result: OpeningResult
+    }
+
+    /// Takes the lock and checks the cooldown; the refusal's result otherwise.
+    func begin(config: GateConfig, request: OpeningRequest, logger: Logger) -> Result<OpeningRecorder, Refused> {
+        do throws(OpeningRecorder.Refusal) {
+            return .success(
+                try OpeningRecorder.begin(
+                    paths: paths,
+                    source: request.source,
+                    runtime: config.runtime,
+                    force: request.force,
+                    requester: request.requester,
+                    logger: logger
+                )
+            )
+        } catch let refusal {
+            logger.notice("opening refused", metadata: ["reason": "\(refusal.message)"])
+            let error: GateKeeperError
+            switch refusal {
+            case .inProgress, .cooldown: error = .operationInProgress
+            case .unavailable: error = .configurationMissing
+            }
+            let result = OpeningResult(
+                error: error,
+                adapter: nil,
+                duration: .zero,
+                attempts: [],
+                explanation: refusal.message
+            )
+            return .failure(Refused(result: result))
+        }
     }
 
     private func run(
@@ -319,6 +330,9 @@ public struct OpeningPipeline: Sendable {
             case .observed(let report, let at):
                 logger.debug("status topic", metadata: ["report": "\(report)", "during": "\(current.kind)"])
                 pending = machine.handle(.observed(report, at: at))
+            case .signed, .epoch:
+                // Protocol v2's (`runV2`); a v1 opening never asks for them.
+                continue
             case .ended(let number):
                 guard number == current.number else { continue }
                 let event = Self.silentEnd(current.ticket, permit: permit)
@@ -364,7 +378,7 @@ public struct OpeningPipeline: Sendable {
         case .deadlineReached, .lost:
             guard permit.sent(attempt: attempt) else { return .notSilence }
             return permit.watchHeld(attempt: attempt) ? .watched : .unwatched
-        case .sent, .relay, .invalid, .unreachable, .misconfigured, .withheld:
+        case .sent, .relay, .invalid, .unreachable, .misconfigured, .withheld, .signed:
             return .notSilence
         }
     }
@@ -433,12 +447,12 @@ public struct OpeningPipeline: Sendable {
 
     /// Where the ESP32's address is, when it is an IP literal; nil for a host name,
     /// which the UDP attempt resolves within its own budget.
-    private func udpLink(config: GateConfig, selection: AdapterSelection, logger: Logger) -> LinkVerdict? {
+    func udpLink(config: GateConfig, selection: AdapterSelection, logger: Logger) -> LinkVerdict? {
         guard let udp = config.udp, selection != .mqtt, let ip = IPAddress(literal: udp.host) else { return nil }
         return LinkCheck.verdict(for: ip, interfaces: interfaces, logger: logger)
     }
 
-    private static func metadata(finished record: AttemptRecord) -> Logger.Metadata {
+    static func metadata(finished record: AttemptRecord) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
             "adapter": "\(record.adapter)", "outcome": "\(record.outcome.rawValue)",
             "latency_ms": "\(record.duration?.milliseconds ?? 0)", "trigger_sent": "\(record.triggerSent)",

@@ -37,6 +37,10 @@ public final class TriggerPermit: Sendable {
     /// The live session of the opening's status watch (`StatusFeed.liveSession`).
     private let watchSession: @Sendable () -> UInt64?
     private let openerGone: (@Sendable () -> Bool)?
+    /// Protocol v1: a `1`/`0` on the status topic is evidence. Under v2 it is neither
+    /// evidence nor a busy relay (docs/CONTRACT.md#protocol-v2-openings): only counted, so
+    /// that the daemon knows its own cycle's echoes.
+    private let plainStatusIsEvidence: Bool
     let clock: any OpeningClock
 
     /// - Parameters:
@@ -52,9 +56,11 @@ public final class TriggerPermit: Sendable {
         clock: any OpeningClock = SystemOpeningClock(),
         watchSession: @escaping @Sendable () -> UInt64? = { nil },
         openerGone: (@Sendable () -> Bool)? = nil,
+        plainStatusIsEvidence: Bool = true,
         stamp: @escaping @Sendable (MonotonicInstant) -> Void
     ) {
         self.state = Mutex(State(relayActive: relayActive))
+        self.plainStatusIsEvidence = plainStatusIsEvidence
         self.stamp = stamp
         self.watchSession = watchSession
         self.openerGone = openerGone
@@ -116,6 +122,15 @@ public final class TriggerPermit: Sendable {
     /// any (then a `1` marks the relay busy, and a `0` frees it again).
     func observe(_ report: RelayObserver.Report) -> Bool {
         state.withLock { state in
+            if !plainStatusIsEvidence {
+                guard state.sentInOpening else { return false }
+                switch report {
+                case .activated: state.activationsSeen += 1
+                case .released: state.releasesSeen += 1
+                case .invalid: break
+                }
+                return false
+            }
             if state.sentInOpening {
                 // The relay's `1` or `0` means it was reached: nothing more may go. A
                 // payload outside the protocol is passed on (the MQTT attempt's own

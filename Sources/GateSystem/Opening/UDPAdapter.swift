@@ -26,19 +26,28 @@ public struct UDPAdapter: GateAdapter {
     let onLinkOnly: Bool
     let interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>
     let logger: Logger
+    /// What goes out: v1's byte `0x01`, or a protocol v2 frame's 32 bytes.
+    let trigger: [UInt8]
+    /// What a datagram from the ESP32 says: v1's `UDPReplyDecoder`, or under v2 the
+    /// genuine reply for the frame (anything else is nothing, ignored).
+    let decode: @Sendable (ArraySlice<UInt8>) -> [AdapterEvent]
 
     public init(
         host: String,
         port: Int,
         onLinkOnly: Bool,
         interfaces: @escaping @Sendable () -> Result<[InterfaceAddress], SystemError>,
-        logger: Logger
+        logger: Logger,
+        trigger: [UInt8] = [0x01],
+        decode: @escaping @Sendable (ArraySlice<UInt8>) -> [AdapterEvent] = { UDPReplyDecoder.events(for: $0) }
     ) {
         self.host = host
         self.port = port
         self.onLinkOnly = onLinkOnly
         self.interfaces = interfaces
         self.logger = logger
+        self.trigger = trigger
+        self.decode = decode
     }
 
     public func attempt(_ ticket: AttemptTicket) -> AttemptCancel {
@@ -54,7 +63,14 @@ public struct UDPAdapter: GateAdapter {
         if let failure = OSThread.detach({
             defer { ticket.finish() }
             guard let target = adapter.target(ticket) else { return }
-            UDPExchange(target: target, ticket: ticket, wake: wake, logger: adapter.logger).run()
+            UDPExchange(
+                target: target,
+                ticket: ticket,
+                wake: wake,
+                logger: adapter.logger,
+                trigger: adapter.trigger,
+                decode: adapter.decode
+            ).run()
         }) {
             ticket.report(
                 .unreachable("cannot start the UDP exchange: \(SystemError("pthread_create", code: failure))")
@@ -96,6 +112,8 @@ private struct UDPExchange {
     let ticket: AttemptTicket
     let wake: WakeSignal
     let logger: Logger
+    let trigger: [UInt8]
+    let decode: @Sendable (ArraySlice<UInt8>) -> [AdapterEvent]
 
     func run() {
         let fd = socket(target.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -110,10 +128,10 @@ private struct UDPExchange {
             ticket.report(.unreachable("cannot reach the ESP32 at \(target): \(SystemError("connect"))"))
             return
         }
-        var trigger: UInt8 = 0x01
         var failure: SystemError?
         let sent = ticket.send {
-            if send(fd, &trigger, 1, 0) != 1 { failure = SystemError("send") }
+            let count = trigger.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            if count != trigger.count { failure = SystemError("send") }
         }
         guard sent else { return }
         if let failure {
@@ -199,7 +217,7 @@ private struct UDPExchange {
                 "adapter": "udp", "bytes": "\(datagram.map { UDPExchange.hex($0) }.joined(separator: " "))",
             ]
         )
-        for event in UDPReplyDecoder.events(for: datagram) {
+        for event in decode(datagram) {
             ticket.report(event)
         }
         return true
