@@ -15,7 +15,7 @@ public enum NetNS {
         public init(_ description: String) { self.description = description }
     }
 
-    static let ipTool =
+    public static let ipTool =
         ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
     static let tcTool =
@@ -154,6 +154,28 @@ public final class NamespaceSet {
         }
     }
 
+    /// A hub: a bridge `bridge` in `namespace` that forgets every MAC address at once
+    /// (ageing time 0), so that it floods every frame to every port, as a shared Wi-Fi
+    /// medium shows every station's frames to a listener.
+    public func hub(in namespace: String, bridge: String = "br0") throws {
+        try NetNS.ip(["-n", namespace, "link", "add", bridge, "type", "bridge", "ageing_time", "0"])
+        try NetNS.ip(["-n", namespace, "link", "set", bridge, "up"])
+    }
+
+    /// A veth pair from `member` (device `device`, `address`, up) to a port `port` of the
+    /// hub's bridge in `hubNamespace`.
+    public func join(
+        _ member: String,
+        _ device: String,
+        _ address: String,
+        toHubIn hubNamespace: String,
+        port: String,
+        bridge: String = "br0"
+    ) throws {
+        try connect(member, device, address, to: hubNamespace, port, nil)
+        try NetNS.ip(["-n", hubNamespace, "link", "set", port, "master", bridge])
+    }
+
     /// Deletes every namespace of this set (and so their veths); errors are ignored, as
     /// this runs in `defer` and `deinit`.
     public func tearDown() {
@@ -203,7 +225,7 @@ public final class NamespacedProcess {
 
     public var pid: Int32 { child.pid }
     public var isRunning: Bool { child.isRunning }
-    var stdoutText: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var stdoutText: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
     public var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Polls until `condition` holds; throws (with the output) if the process exits or the time runs out.
