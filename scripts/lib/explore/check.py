@@ -173,7 +173,11 @@ class Facts:
             # When two triggers left (a fallback after a blind UDP attempt), a cycle seen
             # after both is either's: v1 cannot tell which one the relay took.
             sent = [a for a in (source or {}).get("attempts") or [] if a.get("trigger_sent")]
-            if len(sent) > 1 or (capacity == 2 and "attempts" not in (source or {})):
+            # Under v2 the fallback carries the same frame: the relay fires on the first
+            # copy and the adapter that confirmed the cycle is named (a history entry
+            # does not say whether a second copy left).
+            unlisted = "attempts" not in (source or {})
+            if len(sent) > 1 or (unlisted and (capacity == 2 or self.outcome.protocol == 2)):
                 named = None
         return Claim(opening, code, began, opening.asked, end, capacity, required, notes, named)
 
