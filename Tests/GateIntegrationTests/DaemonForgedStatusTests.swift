@@ -171,5 +171,35 @@ extension DaemonTests {
             #expect(try sim.activations().count == 1)
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
+
+        @Test("A local opening's late echo never refuses the next opening as 'another client's cycle'")
+        func lateEchoDoesNotRefuseTheNextOpening() throws {
+            // The explorer's seed 874: the ESP32's status reaches the broker late (here a
+            // proxy holds each chunk 1 s), so an opening confirmed over UDP ends before its
+            // own `1` arrives; an opening asked for while that echo's `1` is in and its `0`
+            // not yet was refused (75, "the relay is active: another client's cycle").
+            let broker = try MosquittoBroker(.plain)
+            let proxy = try ChaosSlowProxy(to: broker.port, delay: .milliseconds(1000))
+            defer { proxy.stop() }
+            let sim = try Simulator(["--mqtt-host", "127.0.0.1", "--mqtt-port", String(proxy.port), "--hold-ms", "800"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, mqttPort: broker.port, cooldown: 0))
+            let environment = GateRunner.isolatedEnvironment()
+            let daemon = try DaemonProcess(config: config.path, environment: environment)
+            try daemon.waitForReady()
+            #expect(daemon.waitForLog("gate: info: MQTT link up"), "\(daemon.log)")
+            daemon.waitForSettling()
+
+            let first = try GateRunner.run(["open", "--json", "--config", config.path], environment: environment)
+            #expect(first.status == 0, "\(first.summary)")
+            // The first cycle's `1` reaches the link about 1 s after its trigger, its `0`
+            // about 1.8 s after: ask in between.
+            Thread.sleep(forTimeInterval: 0.45)
+            let second = try GateRunner.run(["open", "--json", "--config", config.path], environment: environment)
+            #expect(second.status == 0, "\(second.summary)\n\(daemon.log)")
+            #expect(!second.stdout.contains("another client"), "\(second.stdout)")
+            let activations = try sim.activations()
+            #expect(activations.count == 2, "\(activations.map(\.via))")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
     }
 }

@@ -11,7 +11,7 @@ public final class FakeStatusFeed: StatusFeed {
     private struct State {
         var relayActive: Bool
         var liveSession: UInt64? = 1
-        var observers: [Int: @Sendable (RelayObserver.Report) -> Void] = [:]
+        var observers: [Int: @Sendable (RelayObserver.Report, Bool) -> Void] = [:]
         var nextID = 0
         var attachments = 0
         var owed: [RelayObserver.Echoes] = []
@@ -57,7 +57,7 @@ public final class FakeStatusFeed: StatusFeed {
         state.withLock { $0.relayActive = active }
     }
 
-    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment {
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report, Bool) -> Void) -> StatusFeedAttachment {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             state.observers[state.nextID] = observer
@@ -82,9 +82,10 @@ public final class FakeStatusFeed: StatusFeed {
     public var attachments: Int { state.withLock { $0.attachments } }
 
     /// A non-retained status message: delivered to every observer attached now (on the
-    /// caller's thread, as the link's library thread would). Returns how many got it.
+    /// caller's thread, as the link's library thread would), marked as a possible echo of
+    /// the opening before when `echo`. Returns how many got it.
     @discardableResult
-    public func deliver(_ report: RelayObserver.Report) -> Int {
+    public func deliver(_ report: RelayObserver.Report, echo: Bool = false) -> Int {
         let observers = state.withLock { state in
             switch report {
             case .activated: state.relayActive = true
@@ -93,7 +94,7 @@ public final class FakeStatusFeed: StatusFeed {
             }
             return Array(state.observers.values)
         }
-        for observer in observers { observer(report) }
+        for observer in observers { observer(report, echo) }
         return observers.count
     }
 }

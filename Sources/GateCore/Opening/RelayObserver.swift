@@ -90,9 +90,8 @@ public struct RelayObserver: Sendable, Hashable {
     public let releaseBudget: Duration
     /// When the followed cycle's `1` came; nil while nothing is followed.
     public private(set) var activeSince: MonotonicInstant?
-    /// The last local opening's echoes not seen yet, and until when they count.
-    private var owed = Echoes.none
-    private var owedUntil: MonotonicInstant?
+    /// The last local opening's echoes not seen yet.
+    private var echoes = EchoLedger()
     /// When the last unanswered cycle added to the history ended, and how many since.
     private var lastUnansweredRecorded: MonotonicInstant?
     private var unansweredSinceRecorded = 0
@@ -103,18 +102,17 @@ public struct RelayObserver: Sendable, Hashable {
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
-        case .localOpeningEnded(let echoes, let at):
-            owed = echoes
-            owedUntil = at + Self.echoBound
+        case .localOpeningEnded(let owed, let at):
+            echoes.expect(owed, endedAt: at)
             return []
         case .report(.activated, let at, let local):
             if activeSince != nil || local { return [] }
-            if takeOwed(\.activations, at: at) { return [.echo(.activated)] }
+            if echoes.take(.activated, at: at) { return [.echo(.activated)] }
             activeSince = at
             return [.began(at: at), .armTimer(at: at + releaseBudget)]
         case .report(.released, let at, _):
             guard let since = activeSince else {
-                return takeOwed(\.releases, at: at) ? [.echo(.released)] : []
+                return echoes.take(.released, at: at) ? [.echo(.released)] : []
             }
             activeSince = nil
             return [.released(duration: at.duration(since: since))]
@@ -145,13 +143,6 @@ public struct RelayObserver: Sendable, Hashable {
         lastUnansweredRecorded = at
         unansweredSinceRecorded = 0
         return 0
-    }
-
-    /// Counts one owed echo of this kind off, if one is owed and still awaited.
-    private mutating func takeOwed(_ kind: WritableKeyPath<Echoes, Int>, at: MonotonicInstant) -> Bool {
-        guard owed[keyPath: kind] > 0, let until = owedUntil, at < until else { return false }
-        owed[keyPath: kind] -= 1
-        return true
     }
 
     /// Maps a decoded status payload to a report; nil for events a payload cannot be.

@@ -47,7 +47,9 @@ public final class MQTTLink: StatusFeed {
         var session: UInt64 = 0
         var subscribeID: Int32?
         /// The running opening's observer (`attach`).
-        var observer: (@Sendable (RelayObserver.Report) -> Void)?
+        var observer: (@Sendable (RelayObserver.Report, Bool) -> Void)?
+        /// The echoes the last attached opening still owes (`StatusFeed.attach`).
+        var echoes = EchoLedger()
         /// The running opening's attempt through this link, told when the link drops.
         var attempt: AttemptTicket?
         /// When the last status was a `1` without its `0` yet.
@@ -343,18 +345,21 @@ public final class MQTTLink: StatusFeed {
                 return
             }
             let report = topic.report(topic: name, payload: payload, retained: retained)
-            let observer = state.withLock { state -> (@Sendable (RelayObserver.Report) -> Void)? in
+            typealias Delivery = (observer: (@Sendable (RelayObserver.Report, Bool) -> Void)?, echo: Bool)
+            let (observer, echo) = state.withLock { state -> Delivery in
+                let echo = report.map { state.echoes.take($0, at: MonotonicClock.now()) } ?? false
                 switch report {
-                case .activated: state.activeSince = MonotonicClock.now()
+                // A late echo of a local cycle that already ended does not hold the relay.
+                case .activated: if !echo { state.activeSince = MonotonicClock.now() }
                 case .released: state.activeSince = nil
                 case .invalid, nil: break
                 }
                 // Under the lock, in order with an opening's end (`attach`).
                 if state.observer == nil { onUnclaimed(payload, retained) }
-                return state.observer
+                return (state.observer, echo)
             }
             if let report, let observer {
-                observer(report)
+                observer(report, echo)
             }
 
         case .disconnected(let code):
@@ -539,7 +544,7 @@ public final class MQTTLink: StatusFeed {
         return MonotonicClock.now() < since + RelayObserver.activeBound
     }
 
-    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment {
+    public func attach(_ observer: @escaping @Sendable (RelayObserver.Report, Bool) -> Void) -> StatusFeedAttachment {
         state.withLock { $0.observer = observer }
         return StatusFeedAttachment { [self] echoes in
             // Under the lock the message handler takes: the news of the end is in order
@@ -547,6 +552,7 @@ public final class MQTTLink: StatusFeed {
             state.withLock {
                 $0.observer = nil
                 $0.attempt = nil
+                $0.echoes.expect(echoes, endedAt: MonotonicClock.now())
                 onOpeningEnded(echoes)
             }
         }

@@ -194,9 +194,9 @@ public struct OpeningPipeline: Sendable {
         )
         let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)
         defer { continuation.finish() }
-        let detach = feed?.attach { report in
+        let detach = feed?.attach { report, echo in
             let at = clock.now()
-            if permit.observe(report) { continuation.yield(.observed(report, at: at)) }
+            if permit.observe(report, echo: echo) { continuation.yield(.observed(report, at: at)) }
         }
         defer { detach?.detach(owing: permit.echoesOwed) }
 

@@ -12,7 +12,10 @@ public protocol StatusFeed: Sendable {
     /// in between may have missed messages (docs/CONTRACT.md#evidence-and-time).
     var liveSession: UInt64? { get }
     /// Delivers every non-retained status message until the returned attachment ends.
-    func attach(_ observer: @escaping @Sendable (RelayObserver.Report) -> Void) -> StatusFeedAttachment
+    /// `echo` marks one that may be the owed echo of the opening attached before
+    /// (`EchoLedger`): it never makes the relay busy, yet after this opening's trigger it
+    /// is evidence like any other (an echo that never came must not hide an answer).
+    func attach(_ observer: @escaping @Sendable (RelayObserver.Report, _ echo: Bool) -> Void) -> StatusFeedAttachment
     /// Returns once every message the broker sent before the call has been delivered;
     /// false when that cannot be known within `timeout` (the watch then counts as broken).
     func sync(timeout: Duration) async -> Bool

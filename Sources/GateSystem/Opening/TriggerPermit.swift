@@ -120,7 +120,9 @@ public final class TriggerPermit: Sendable {
     /// Relay activity seen on the status topic. Returns true when it came after one of
     /// this opening's triggers (evidence: no further trigger may leave), false before
     /// any (then a `1` marks the relay busy, and a `0` frees it again).
-    func observe(_ report: RelayObserver.Report) -> Bool {
+    /// `echo`: it may be the late echo of the local opening before (`StatusFeed.attach`),
+    /// which says nothing about the relay now.
+    func observe(_ report: RelayObserver.Report, echo: Bool = false) -> Bool {
         state.withLock { state in
             if !plainStatusIsEvidence {
                 guard state.sentInOpening else { return false }
@@ -147,7 +149,7 @@ public final class TriggerPermit: Sendable {
                 return true
             }
             switch report {
-            case .activated: state.relayActive = true
+            case .activated: if !echo { state.relayActive = true }
             case .released: state.relayActive = false
             case .invalid: break
             }

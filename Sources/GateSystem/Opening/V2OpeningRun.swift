@@ -53,7 +53,7 @@ struct V2OpeningRun {
         // The plain status topic is only counted: the daemon then knows its own echoes. The
         // attachment also makes the link carry this opening's MQTT copy (`MQTTLink.attempt`).
         let feed: (any StatusFeed)? = pipeline.statusFeed ?? link
-        let detach = feed.map { feed in feed.attach { report in _ = permit.observe(report) } }
+        let detach = feed.map { feed in feed.attach { report, echo in _ = permit.observe(report, echo: echo) } }
         defer { detach?.detach(owing: permit.echoesOwed) }
         let exchange = self.exchange
         let detachReplies = link?.attachReplies { payload in
