@@ -51,6 +51,10 @@ public final class OpeningRecorder: Sendable {
     let logger: Logger
     /// The last finished opening before this one, shown until this one finishes.
     let previousLast: StatusRecord.Last?
+    /// When this opening took the lock: its history line's duration counts from here, so
+    /// that the line's time minus its duration is when the opening began, however long
+    /// it took to conclude after its decisive event (a paused process, a watch's sync).
+    private let began = MonotonicClock.now()
 
     private init(
         paths: RuntimePaths,
@@ -209,7 +213,7 @@ public final class OpeningRecorder: Sendable {
             adapter: result.adapter?.rawValue,
             outcome: result.outcome.rawValue,
             error: result.error?.rawValue,
-            durationMs: result.duration.milliseconds
+            durationMs: max(result.duration, MonotonicClock.now().duration(since: began)).milliseconds
         )
         if history, let failure = HistoryLog.append(entry, to: paths.historyFile) {
             logger.warning("cannot write the history", metadata: ["error": "\(failure)"])
