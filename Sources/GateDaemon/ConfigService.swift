@@ -5,10 +5,6 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reloads the configuration on SIGHUP and when its file changes (docs/CONTRACT.md#gate-daemon):
 /// validated first; on error the running configuration stays and the log says
 /// why; on success an audit line names the changed keys (never a value).

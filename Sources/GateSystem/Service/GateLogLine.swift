@@ -1,13 +1,6 @@
 import GateCore
 import Logging
 import Plumbing
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// How gate's log lines read: `gate: info: message key=value` in a shell, a syslog
 /// priority prefix instead when journald reads stderr (docs/CONTRACT.md#logging).
