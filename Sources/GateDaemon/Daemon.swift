@@ -97,9 +97,7 @@ public enum Daemon {
         services.append(
             DesktopNotificationService(context: context, notifications: DesktopNotifications(environment: environment))
         )
-        if let listener = ControlService.listen(context: context) {
-            services.append(ControlService(context: context, listener: listener))
-        }
+        services.append(ControlService(context: context, firstListen: ControlService.listen(context: context)))
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, source: button.source))
             context.progress.watch(ButtonService.name)

@@ -66,5 +66,107 @@ extension DaemonTests {
             #expect(daemon.isRunning, "\(daemon.log)")
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
+
+        /// Issue 28 left the control socket's restart untested: a file at control.sock (a
+        /// group member's, or left behind) made the daemon run without the socket for good,
+        /// with nothing in `STATUS=`, and it never listened again once the file was gone.
+        @Test(
+            "A file at control.sock: the control part fails, is reported and tried again; presses open meanwhile; once the file is gone gate open is handed over again"
+        )
+        func controlSocketBlockedAtStart() throws {
+            let listener = try NotifyListener()
+            let sim = try Simulator(["--hold-ms", "100"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
+            let environment = GateRunner.isolatedEnvironment()
+            let socket = environment["GATE_RUNTIME_DIR"]! + "/control.sock"
+            try FileManager.default.createDirectory(
+                atPath: environment["GATE_RUNTIME_DIR"]!,
+                withIntermediateDirectories: true
+            )
+            try "in the way\n".write(toFile: socket, atomically: false, encoding: .utf8)
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: environment,
+                notify: ["NOTIFY_SOCKET": listener.path]
+            )
+            try daemon.waitForReady()
+            daemon.waitForSettling()
+            #expect(
+                listener.waitFor {
+                    $0.contains { $0.contains("STATUS=") && $0.contains("control failed (1 failure in a row)") }
+                },
+                "\(listener.messages)"
+            )
+            #expect(
+                daemon.waitForLog("the control service stopped", "it is a regular file, not a socket"),
+                "\(daemon.log)"
+            )
+
+            // The other services go on: a press opens while the control part waits.
+            let press = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+            #expect(DaemonFiles.last(daemon.status())?["outcome"] as? String == "success")
+
+            try FileManager.default.removeItem(atPath: socket)
+            #expect(daemon.waitForLog("control socket listening", timeout: .seconds(40)), "\(daemon.log)")
+            #expect(
+                listener.waitFor { $0.contains { $0.contains("STATUS=") && $0.contains("control restarted after") } },
+                "\(listener.messages)"
+            )
+            let delegated = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
+            #expect(delegated.status == 0, "\(delegated.summary)")
+            #expect(
+                daemon.logLines(containing: "opening handed over on the control socket").count == 1,
+                "\(daemon.log)"
+            )
+            #expect(try sim.activations().count == 2, "one activation per opening")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
+
+        /// A member of group `gate` can remove control.sock (the runtime folder is group
+        /// writable): the daemon listened on on a name nobody could reach, said nothing, and
+        /// every `gate open` opened by itself from then on.
+        @Test(
+            "control.sock removed under a running daemon: reported, the socket made again, gate open handed over again, presses open throughout"
+        )
+        func controlSocketRemoved() throws {
+            let listener = try NotifyListener()
+            let sim = try Simulator(["--hold-ms", "100"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
+            let environment = GateRunner.isolatedEnvironment()
+            let socket = environment["GATE_RUNTIME_DIR"]! + "/control.sock"
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: environment,
+                notify: ["NOTIFY_SOCKET": listener.path]
+            )
+            try daemon.waitForReady()
+            daemon.waitForSettling()
+            #expect(unlink(socket) == 0, "errno \(errno)")
+            #expect(
+                listener.waitFor {
+                    $0.contains { $0.contains("STATUS=") && $0.contains("control failed (1 failure in a row)") }
+                },
+                "\(listener.messages)"
+            )
+            #expect(daemon.waitForLog("control socket listening", count: 2), "\(daemon.log)")
+            #expect(
+                listener.waitFor { $0.contains { $0.contains("STATUS=") && $0.contains("control restarted after 1") } },
+                "\(listener.messages)"
+            )
+            var info = stat()
+            #expect(lstat(socket, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK, "the socket is there again")
+
+            let press = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+            let delegated = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)
+            #expect(delegated.status == 0, "\(delegated.summary)")
+            #expect(
+                daemon.logLines(containing: "opening handed over on the control socket").count == 1,
+                "\(daemon.log)"
+            )
+            #expect(try sim.activations().count == 2, "one activation per opening")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
     }
 }
