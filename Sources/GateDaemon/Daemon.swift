@@ -89,7 +89,7 @@ public enum Daemon {
         services.append(StatusKeeperService(context: context))
         // Trapped (and registered) before any service runs, so before READY=1: systemd may
         // send the first SIGHUP the moment it hears READY=1.
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let hangups = await HangupSignal.trap()
         services.append(ConfigService(context: context, hangups: hangups))
         services.append(LinkService(context: context))
         context.progress.watch(LinkService.name)

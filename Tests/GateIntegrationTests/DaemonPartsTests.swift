@@ -168,5 +168,49 @@ extension DaemonTests {
             #expect(try sim.activations().count == 2, "one activation per opening")
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
+
+        /// Nothing outside the daemon makes the config-reload service end (its watch failing
+        /// is a warning and SIGHUP still reloads), so GATE_TEST_STOP (hidden, test only)
+        /// stands for a failure: the second run iterated the SIGHUP sequence again, which
+        /// swift-service-lifecycle allows once per process, and the daemon died of it.
+        @Test(
+            "A config-reload service that stops is started again: reported, presses open, and a SIGHUP reload takes effect again"
+        )
+        func stoppedConfigReloadRestarts() throws {
+            let listener = try NotifyListener()
+            let first = try Simulator(["--hold-ms", "100"])
+            let second = try Simulator(["--hold-ms", "100"])
+            // Edited through a hard link in another folder: the reload below is SIGHUP's.
+            let config = try HardLinkedDaemonConfig(daemonConfigText(udpPort: first.udpPort, cooldown: 0))
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: GateRunner.isolatedEnvironment(["GATE_TEST_STOP": "config-reload"]),
+                notify: ["NOTIFY_SOCKET": listener.path]
+            )
+            try daemon.waitForReady()
+            daemon.waitForSettling()
+            #expect(
+                listener.waitFor {
+                    $0.contains { $0.contains("STATUS=") && $0.contains("config-reload failed (1 failure in a row)") }
+                },
+                "\(listener.messages)"
+            )
+            #expect(daemon.waitForLog("the config-reload service runs again"), "\(daemon.log)")
+            let press = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+            #expect(try first.activations().count == 1, "\(daemon.log)")
+
+            try config.replace(daemonConfigText(udpPort: second.udpPort, cooldown: 0))
+            daemon.send(SIGHUP)
+            #expect(
+                daemon.waitForLog("gate: notice: configuration reloaded; changed: udp.port ", "trigger=SIGHUP"),
+                "\(daemon.log)"
+            )
+            let moved = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: moved), "\(daemon.log)")
+            #expect(try second.activations().count == 1, "the press after the reload goes to the new port")
+            #expect(daemon.isRunning, "\(daemon.log)")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
     }
 }
