@@ -1,13 +1,3 @@
-import CGPIOD
-import Plumbing
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// One level change of the button line, as the kernel stamped it.
 public struct Edge: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {

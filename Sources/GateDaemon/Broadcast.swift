@@ -5,18 +5,22 @@ import Synchronization
 /// iteration). A service subscribes when its run begins, before it reads the state the
 /// news is about (`DaemonContext.config`, the link), so that nothing falls between the two;
 /// a service started again subscribes anew, and what came while it was stopped is in that
-/// state.
+/// state. News that is no state (a SIGHUP) is kept instead while nobody reads (`keepingUnread`).
 final class Broadcast<Element: Sendable>: Sendable {
     private struct Readers {
         var next = 0
         var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
+        /// The newest element yielded while no reader listened, for the next one.
+        var unread: Element?
     }
 
     private let buffering: AsyncStream<Element>.Continuation.BufferingPolicy
+    private let keepingUnread: Bool
     private let readers = Mutex(Readers())
 
-    init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy) {
+    init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy, keepingUnread: Bool = false) {
         self.buffering = bufferingPolicy
+        self.keepingUnread = keepingUnread
     }
 
     /// A stream of every element yielded from now on; the newest `buffering` if its reader lags.
@@ -25,6 +29,7 @@ final class Broadcast<Element: Sendable>: Sendable {
         let id = readers.withLock { readers in
             defer { readers.next += 1 }
             readers.continuations[readers.next] = continuation
+            if let unread = readers.unread.take() { continuation.yield(unread) }
             return readers.next
         }
         continuation.onTermination = { [weak self] _ in
@@ -34,7 +39,11 @@ final class Broadcast<Element: Sendable>: Sendable {
     }
 
     func yield(_ element: Element) {
-        for continuation in readers.withLock({ Array($0.continuations.values) }) {
+        let continuations = readers.withLock { readers in
+            if readers.continuations.isEmpty, keepingUnread { readers.unread = element }
+            return Array(readers.continuations.values)
+        }
+        for continuation in continuations {
             continuation.yield(element)
         }
     }

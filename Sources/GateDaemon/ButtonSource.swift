@@ -1,9 +1,4 @@
-import AsyncAlgorithms
 import GPIO
-import GateCore
-import GateSystem
-import Logging
-import ServiceLifecycle
 
 /// Where the button's edges come from, and how to open it again after a failure.
 struct ButtonSource: Sendable {

@@ -3,11 +3,6 @@ import GateCore
 import GateSystem
 import Logging
 import ServiceLifecycle
-import UnixSignals
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Reloads the configuration on SIGHUP and when its file changes (docs/CONTRACT.md#gate-daemon):
 /// validated first; on error the running configuration stays and the log says
@@ -17,8 +12,8 @@ struct ConfigService: Service, CustomStringConvertible {
     let context: DaemonContext
     /// SIGHUP, trapped by `Daemon.run` before the group starts: a trap set up here would
     /// race `READY=1` (sent by another service), and a SIGHUP in between was lost (ignored
-    /// by the early `SIG_IGN`) or, without it, ended the daemon.
-    let hangups: UnixSignalsSequence
+    /// by the early `SIG_IGN`) or, without it, ended the daemon. Subscribed by each run.
+    let hangups: HangupSignal
 
     /// File events come in bursts (create, write, close, rename): they are let
     /// settle this long, then the file is read once.
@@ -32,7 +27,7 @@ struct ConfigService: Service, CustomStringConvertible {
     }
 
     func run() async {
-        let hangups = self.hangups.map { _ in Trigger.hangup }
+        let hangups = self.hangups.subscribe().map { Trigger.hangup }
         // The watches' events and the looks again for a missing folder.
         let (own, continuation) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(4))
         // The link itself and, for a symlinked file (a config kept in a repository, say),

@@ -17,18 +17,27 @@ import Glibc
 /// no trigger leaves for a client that hung up before it; once a trigger left, the
 /// opening goes on and is recorded whoever waits. On graceful shutdown the socket
 /// goes away at once and openings in flight finish.
+///
+/// A socket that cannot be made (a file or a link in the way) or whose name was removed
+/// or replaced under it fails this service: `run` throws, `SupervisedService` reports it
+/// and runs it again with backoff, and the next run listens anew.
 struct ControlService: Service, CustomStringConvertible {
     static let name = "control"
     var description: String { Self.name }
 
     let context: DaemonContext
-    let listener: ControlListener
+    /// What listening before `READY=1` gave, for the first run.
+    let firstListen: HandedOnce<Result<ControlListener?, ControlSocketError>>
 
-    /// Listens on the runtime folder's `control.sock`, or says why the daemon runs
-    /// without it: another daemon answers there (never taken from it), or something
-    /// that is not a socket is in the way. Done before READY=1, so that a `gate open`
-    /// started once the daemon is ready finds the socket.
-    static func listen(context: DaemonContext) -> ControlListener? {
+    init(context: DaemonContext, firstListen: Result<ControlListener?, ControlSocketError>) {
+        self.context = context
+        self.firstListen = HandedOnce(firstListen)
+    }
+
+    /// Listens on the runtime folder's `control.sock`; nil when another daemon answers
+    /// there (never taken from it: this one runs without it). Done before READY=1 for the
+    /// first run, so that a `gate open` started once the daemon is ready finds the socket.
+    static func listen(context: DaemonContext) -> Result<ControlListener?, ControlSocketError> {
         let logger = context.logger
         let path = context.paths.controlSocket
         let banner = ControlDaemon(
@@ -43,7 +52,7 @@ struct ControlService: Service, CustomStringConvertible {
                 "control socket listening",
                 metadata: ["socket": "\(path)", "replaced_stale": "\(listener.replacedStale)"]
             )
-            return listener
+            return .success(listener)
         case .success(.occupied(let peer)):
             logger.warning(
                 "another daemon answers on the control socket; this one runs without it (openings by gate open go to the other)",
@@ -52,14 +61,17 @@ struct ControlService: Service, CustomStringConvertible {
                     "other_uid": "\(peer.map { "\($0.uid)" } ?? "unknown")",
                 ]
             )
-            return nil
+            return .success(nil)
         case .failure(let error):
-            logger.error("\(error.description); the daemon runs without a control socket")
-            return nil
+            return .failure(error)
         }
     }
 
-    func run() async {
+    func run() async throws {
+        guard let listener = try (firstListen.take() ?? Self.listen(context: context)).get() else {
+            try? await gracefulShutdown()
+            return
+        }
         await withDiscardingTaskGroup { group in
             await withGracefulShutdownHandler {
                 for await connection in listener.requests {
@@ -72,6 +84,9 @@ struct ControlService: Service, CustomStringConvertible {
             // The group waits for the openings in flight.
         }
         listener.stop()
+        if let reason = listener.endReason {
+            throw ControlSocketError(path: listener.path, reason: reason)
+        }
     }
 
     private static func serve(_ connection: ControlConnection, context: DaemonContext) async {

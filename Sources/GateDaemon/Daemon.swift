@@ -89,7 +89,7 @@ public enum Daemon {
         services.append(StatusKeeperService(context: context))
         // Trapped (and registered) before any service runs, so before READY=1: systemd may
         // send the first SIGHUP the moment it hears READY=1.
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let hangups = await HangupSignal.trap()
         services.append(ConfigService(context: context, hangups: hangups))
         services.append(LinkService(context: context))
         context.progress.watch(LinkService.name)
@@ -97,9 +97,7 @@ public enum Daemon {
         services.append(
             DesktopNotificationService(context: context, notifications: DesktopNotifications(environment: environment))
         )
-        if let listener = ControlService.listen(context: context) {
-            services.append(ControlService(context: context, listener: listener))
-        }
+        services.append(ControlService(context: context, firstListen: ControlService.listen(context: context)))
         if let button {
             services.append(ButtonService(context: context, reader: button.reader, source: button.source))
             context.progress.watch(ButtonService.name)

@@ -1,13 +1,4 @@
-import AsyncAlgorithms
 import GateCore
-import GateSystem
-import Logging
-import ServiceLifecycle
-import UnixSignals
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The one-line `STATUS=` systemd shows under `systemctl status gate`.
 enum DaemonStatus {

@@ -1,7 +1,6 @@
 import AsyncAlgorithms
 import GateCore
 import GateSystem
-import Logging
 import ServiceLifecycle
 
 /// Desktop notifications (docs/CONTRACT.md#desktop, `[notify]`): one per opening by others

@@ -1,10 +1,5 @@
-import GPIO
-import GateCore
 import GateSystem
-import Logging
 import Plumbing
-import ServiceLifecycle
-import UnixSignals
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,3 @@
-import GateCore
-import GateSystem
-import Logging
 import ServiceLifecycle
 
 /// Tells systemd how the daemon is (docs/CONTRACT.md#gate-daemon, `Type=notify`): `READY=1` once the

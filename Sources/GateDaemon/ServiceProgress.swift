@@ -1,9 +1,6 @@
 import GateCore
 import GateSystem
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Whether the services' own loops are alive, for the systemd watchdog (issue 18):
 /// `WATCHDOG=1` is sent only while every watched service has handled one of its

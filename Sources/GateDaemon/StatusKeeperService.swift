@@ -1,7 +1,6 @@
 import AsyncAlgorithms
 import GateCore
 import GateSystem
-import Logging
 import ServiceLifecycle
 
 #if canImport(Glibc)

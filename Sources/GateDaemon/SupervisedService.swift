@@ -1,6 +1,5 @@
 import GateCore
 import GateSystem
-import Logging
 import ServiceLifecycle
 
 /// Runs a service, and runs it again when it stops before the daemon does

@@ -1,6 +1,5 @@
 import GateCore
 import GateSystem
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,4 @@
 import CMosquitto
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The table of libmosquitto functions, every entry present (checked when loaded).
 ///

@@ -1,9 +1,3 @@
-import CMosquitto
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What the library reports from its network thread.
 public enum MosquittoEvent: Sendable, Hashable {
     /// CONNACK arrived; `code` 0 is success, anything else is the broker's refusal.

@@ -1,9 +1,4 @@
 import CMosquitto
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// libmosquitto's functions, loaded on first use (see CMosquitto/shim.h), with
 /// `mosquitto_lib_init` run exactly once per process.

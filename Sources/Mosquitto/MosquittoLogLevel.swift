@@ -1,9 +1,3 @@
-import CMosquitto
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Log levels of `mosquitto_log_callback_set`, as plain numbers.
 public enum MosquittoLogLevel {
     public static let info: Int32 = 0x01

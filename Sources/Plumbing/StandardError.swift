@@ -1,5 +1,3 @@
-import Logging
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

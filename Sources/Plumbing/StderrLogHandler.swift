@@ -1,11 +1,5 @@
 import Logging
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// One line per message on stderr, each written with a single `write(2)`, so that
 /// lines from several threads never interleave, and around a live terminal line
 /// (`LiveLine`), never into its middle. What a line says is the program's

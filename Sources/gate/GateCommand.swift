@@ -1,6 +1,4 @@
 import ArgumentParser
-import GateCore
-import GateSystem
 
 @main
 struct GateCommand: AsyncParsableCommand {

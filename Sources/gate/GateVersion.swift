@@ -1,7 +1,4 @@
-import ArgumentParser
 import GateCore
-import GateSystem
-import Logging
 
 enum GateVersion {
     static let current = GateRelease.version

@@ -1,5 +1,4 @@
 import ArgumentParser
-import GateCore
 import GateSystem
 import Logging
 

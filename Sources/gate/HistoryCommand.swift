@@ -66,7 +66,7 @@ struct HistoryCommand: ParsableCommand {
     /// local time with its offset, the error in words (its name stays in `--json`).
     static func line(_ entry: HistoryLog.Entry, clock: StatusClock) -> String {
         // Validated when read; escaped all the same: the file is shared (docs/CONTRACT.md#shared-folders).
-        let safe = SafeText.escaped
+        let safe: (String) -> String = SafeText.escaped
         let who = entry.uid.map { "\(safe(entry.source)) (uid \($0))" } ?? safe(entry.source)
         let outcome =
             entry.error.map { "\(safe(entry.outcome)) (\(GateKeeperError.brief(recorded: $0)))" } ?? safe(entry.outcome)

@@ -1,6 +1,4 @@
 import ArgumentParser
-import GateCore
-import GateSystem
 import Logging
 
 struct LogLevelArgument: ExpressibleByArgument {

@@ -1,11 +1,5 @@
 import ArgumentParser
 import GateCore
-import GateSystem
-import Logging
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 struct OpenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

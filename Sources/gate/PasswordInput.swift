@@ -1,5 +1,3 @@
-import ArgumentParser
-import GateCore
 import GateSystem
 
 #if canImport(Glibc)

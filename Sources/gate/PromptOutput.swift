@@ -1,4 +1,3 @@
-import ArgumentParser
 import GateCore
 import GateSystem
 

@@ -1,5 +1,4 @@
 import ArgumentParser
-import GateCore
 import GateSystem
 
 /// The secrets gate knows (`CredentialName`): the MQTT password, and protocol v2's key

@@ -1,6 +1,4 @@
 import ArgumentParser
-import GateCore
-import GateSystem
 
 struct SecretCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

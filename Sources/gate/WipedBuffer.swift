@@ -1,7 +1,3 @@
-import ArgumentParser
-import GateCore
-import GateSystem
-
 #if canImport(Glibc)
 import Glibc
 import Plumbing

@@ -211,4 +211,16 @@ struct StatusFormatTests {
             #expect(!format.renderUpdate(record).contains("\r"), "\(format)")
         }
     }
+
+    /// SafeText's rule, as everywhere else: a C1 control (U+009B, a one-character CSI) or a
+    /// bidirectional override must not reach a bar or a terminal raw.
+    @Test(
+        "The line formats drop C1 and invisible characters as well as C0",
+        arguments: [StatusFormat.text, .i3blocks, .polybar]
+    )
+    func invisibleCharactersDropped(format: StatusFormat) {
+        let line = format.render(Sample.hostile("u\u{9B}d\u{202E}p\u{2028}%"))
+        #expect(!line.unicodeScalars.contains { SafeText.isUnsafe($0) && $0 != "\n" }, "\(line.debugDescription)")
+        #expect(line.contains("udp"), "\(line.debugDescription)")
+    }
 }

@@ -201,4 +201,13 @@ struct TOMLDocumentTests {
     @Test func quotingEscapesControlCharacters() {
         #expect(TOMLDocument.quoted("a\"b\\c\n\u{01}\u{7F}é") == #""a\"b\\c\n\u0001\u007Fé""#)
     }
+
+    /// The rule is SafeText's: a configuration value shown by `gate config show` or named in an
+    /// error message must not reorder or hide the text around it on the terminal.
+    @Test func quotingEscapesC1AndInvisibleCharactersAndReadsBack() throws {
+        let text = "a\u{9B}b\u{202E}c\u{2028}d\u{200B}e\u{E0001}é😀"
+        let quoted = TOMLDocument.quoted(text)
+        #expect(quoted == #""a\u009Bb\u202Ec\u2028d\u200Be\U000E0001é😀""#)
+        #expect(value(try TOMLDocument(parsing: "k = \(quoted)"), ["k"]) == .string(text))
+    }
 }

@@ -442,7 +442,7 @@ extension DaemonTests {
         }
 
         @Test(
-            "A symbolic link or a file at control.sock: the daemon names it and runs without a socket, never following it; gate open opens directly"
+            "A symbolic link or a file at control.sock: the daemon names it and runs without a socket until it is gone, never following it; gate open opens directly"
         )
         func notASocket() throws {
             let sim = try Simulator(["--hold-ms", "100"])
@@ -457,9 +457,9 @@ extension DaemonTests {
 
             let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
             try daemon.waitForReady()
+            // Tried again with backoff (the link is never followed nor removed): DaemonTests.FailedParts.
             #expect(
-                daemon.logLines(containing: "cannot listen on \(socket): it is a symbolic link, not a socket").count
-                    == 1,
+                daemon.waitForLog("cannot listen on \(socket): it is a symbolic link, not a socket"),
                 "\(daemon.log)"
             )
             let run = try GateRunner.run(["open", "--config", config.path, "--json"], environment: environment)

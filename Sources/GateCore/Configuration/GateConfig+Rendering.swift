@@ -93,14 +93,6 @@ extension GateConfig {
     /// `source` inside a comment: a line break in a path must not end the
     /// comment and turn the rest into TOML.
     static func commentText(_ source: String) -> String {
-        var text = ""
-        for scalar in source.unicodeScalars {
-            if ConfigValidator.isControl(scalar) {
-                text += String(TOMLDocument.quoted(String(scalar)).dropFirst().dropLast())
-            } else {
-                text.unicodeScalars.append(scalar)
-            }
-        }
-        return text
+        SafeText.escaped(source, as: .tomlComment)
     }
 }

@@ -185,27 +185,10 @@ extension TOMLDocument {
         }.joined(separator: ".")
     }
 
-    /// `text` as a TOML basic string, quotes included.
+    /// `text` as a TOML basic string, quotes included, with what `SafeText.isUnsafe` calls
+    /// unsafe escaped: a value shown by `gate config show` or in an error message cannot
+    /// reorder or hide the text around it.
     public static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\u{08}": result += "\\b"
-            case "\t": result += "\\t"
-            case "\n": result += "\\n"
-            case "\u{0C}": result += "\\f"
-            case "\r": result += "\\r"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = String(scalar.value, radix: 16, uppercase: true)
-                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
+        "\"" + SafeText.escaped(text, as: .toml) + "\""
     }
 }

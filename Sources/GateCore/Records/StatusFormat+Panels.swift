@@ -140,21 +140,11 @@ struct StatusView {
 
     /// polybar reads `%{…}` as a formatting tag; `%%` is a literal `%`.
     static func polybarText(_ text: String) -> String {
-        oneLine(text).replacingAll("%", with: "%%")
+        SafeText.escaped(text, as: .polybar)
     }
 
-    /// Control characters dropped: line-oriented readers must get one line per update.
+    /// Unsafe scalars dropped: line-oriented readers must get one line per update.
     static func oneLine(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }))
-    }
-}
-
-extension String {
-    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
-        var output = ""
-        for character in self {
-            if character == target { output += replacement } else { output.append(character) }
-        }
-        return output
+        SafeText.escaped(text, as: .dropped)
     }
 }

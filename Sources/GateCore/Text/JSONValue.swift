@@ -51,41 +51,10 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     private static func writeString(_ string: String, to output: inout String) {
+        // C1 controls and invisible format characters (U+009B, U+202E, U+2028) too: never
+        // raw on a terminal that shows the JSON (`gate history --json`).
         output += "\""
-        // Most strings (states, times, adapters, messages) need no escape: copied whole.
-        // Appending scalar by scalar cost 450 instructions each (callgrind), a third
-        // of a status file's write. Non-ASCII may hold a C1 control or an invisible format
-        // character (U+009B, U+202E, U+2028): the slow path decides.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 >= 0x7F }) {
-            output += string
-            output += "\""
-            return
-        }
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            default:
-                if SafeText.isUnsafe(scalar) {
-                    // Never raw on a terminal that shows the JSON (`gate history --json`).
-                    func escape(_ unit: UInt32) {
-                        let hex = String(unit, radix: 16)
-                        output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    }
-                    if scalar.value > 0xFFFF {
-                        escape(0xD800 + ((scalar.value - 0x10000) >> 10))
-                        escape(0xDC00 + ((scalar.value - 0x10000) & 0x3FF))
-                    } else {
-                        escape(scalar.value)
-                    }
-                } else {
-                    output.unicodeScalars.append(scalar)
-                }
-            }
-        }
+        output += SafeText.escaped(string, as: .json)
         output += "\""
     }
 }

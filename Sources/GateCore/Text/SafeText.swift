@@ -26,44 +26,28 @@ public enum SafeText {
     /// `\u{9b}`, `\u{202e}`) and each backslash doubled, so that the escaped form is
     /// unambiguous. Text with nothing to escape comes back unchanged.
     public static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0 == "\\" || isUnsafe($0) }) else { return text }
-        var output = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            default:
-                if scalar.value < 0x80 && isUnsafe(scalar) {
-                    let hex = String(scalar.value, radix: 16)
-                    output += "\\x" + (hex.count < 2 ? "0" : "") + hex
-                } else if isUnsafe(scalar) {
-                    output += "\\u{" + String(scalar.value, radix: 16) + "}"
-                } else {
-                    output.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return output
+        escaped(text, as: .terminal)
     }
 
     /// `text` for a reader of markup (Pango in waybar and genmon, a notification server's
-    /// body: both a subset of XML): `&`, `<`, `>` and both quotes as entities, so that
-    /// outsider-written text stays text (`<b>` is shown, not obeyed; `&#10;` is shown, not a
-    /// line break), and every unsafe scalar (`isUnsafe`: controls, newlines, bidirectional and
-    /// zero-width characters) dropped, as XML 1.0 has no place for most of them either.
+    /// body): outsider-written text stays text (`<b>` is shown, not obeyed; `&#10;` is shown,
+    /// not a line break), and unsafe scalars are dropped (`EscapeSpelling.markup`).
     public static func markup(_ text: String) -> String {
+        escaped(text, as: .markup)
+    }
+
+    /// `text` with each scalar that `spelling` names, and each unsafe one (`isUnsafe`), written
+    /// as the format spells it; the one place that decides what is escaped, whatever the format.
+    public static func escaped(_ text: String, as spelling: EscapeSpelling) -> String {
+        guard text.utf8.contains(where: spelling.mayEscape) else { return text }
         var output = ""
         for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default:
-                if !isUnsafe(scalar) { output.unicodeScalars.append(scalar) }
+            if let name = spelling.named(scalar) {
+                output += name
+            } else if isUnsafe(scalar) {
+                output += spelling.code(scalar)
+            } else {
+                output.unicodeScalars.append(scalar)
             }
         }
         return output

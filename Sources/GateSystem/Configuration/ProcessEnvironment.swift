@@ -1,6 +1,3 @@
-import GateCore
-import Plumbing
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,4 @@
 import GateCore
-import Plumbing
 
 #if canImport(Glibc)
 import Glibc

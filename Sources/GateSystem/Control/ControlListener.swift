@@ -1,5 +1,6 @@
 import GateCore
 import Plumbing
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,10 @@ import Glibc
 /// in length and time; each request is handed over as a `ControlConnection`.
 ///
 /// The runtime folder is shared with group `gate` (docs/CONTRACT.md#shared-folders): the socket replaces only
-/// a socket nobody answers on, never a link or a file, and never another daemon's.
+/// a socket nobody answers on, never a link or a file, and never another daemon's. A member
+/// of the group can remove or replace the name, too: the listener watches the folder and
+/// stops (`requests` ends, `endReason` says why) when the name no longer holds its socket,
+/// so that the daemon reports it and listens again instead of serving a name nobody reaches.
 public final class ControlListener: Sendable {
     public enum Setup: Sendable {
         case listening(ControlListener)
@@ -23,6 +27,11 @@ public final class ControlListener: Sendable {
     /// Whether a stale socket (nobody answering) was removed first.
     public let replacedStale: Bool
     private let wake: WakeSignal
+    private let ending = Mutex<String?>(nil)
+
+    /// Why `requests` ended by itself (the socket's name was removed or replaced); nil
+    /// while it runs and after `stop`.
+    public var endReason: String? { ending.withLock { $0 } }
 
     /// A request line must come this soon after connecting: a client writes it at once.
     static let requestTimeout = Duration.seconds(2)
@@ -69,6 +78,10 @@ public final class ControlListener: Sendable {
             )
         }
 
+        // Made before the socket, so that no removal after it goes unseen. Without inotify
+        // (its limits reached) the listener still serves; a removed name then goes
+        // unnoticed until the daemon restarts.
+        let watch = try? FolderWatch(directory: folder(of: path), names: [name(of: path)])
         guard var address = UnixStream.address(path) else {
             return .failure(
                 ControlSocketError(path: path, reason: "the path is longer than a Unix socket's address allows")
@@ -116,11 +129,17 @@ public final class ControlListener: Sendable {
         let inode = (device: boundInfo.st_dev, inode: boundInfo.st_ino)
         let hello = ControlReply.hello(banner).json.serialized()
         let started = OSThread.detach {
-            acceptLoop(listening: fd, hello: hello, wake: wake, continuation: continuation)
+            let reason = acceptLoop(
+                listening: fd,
+                hello: hello,
+                wake: wake,
+                socket: (path, inode, watch),
+                continuation: continuation
+            )
+            listener.ending.withLock { $0 = reason }
             close(fd)
             // Only the socket this daemon made: another may have replaced it since.
-            var now = stat()
-            if lstat(path, &now) == 0, now.st_dev == inode.device, now.st_ino == inode.inode { unlink(path) }
+            if stillNames(path, inode) { unlink(path) }
             continuation.finish()
         }
         if let code = started {
@@ -144,12 +163,29 @@ public final class ControlListener: Sendable {
         var deadline: MonotonicInstant
     }
 
+    /// Whether `path` still names the socket `inode` (device, inode), not following a link.
+    private static func stillNames(_ path: String, _ inode: (device: dev_t, inode: ino_t)) -> Bool {
+        var now = stat()
+        return lstat(path, &now) == 0 && now.st_dev == inode.device && now.st_ino == inode.inode
+    }
+
+    private static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func name(of path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+    }
+
+    /// Accepts until stopped (nil) or until `socket`'s name no longer holds it (why).
     private static func acceptLoop(
         listening: Int32,
         hello: String,
         wake: WakeSignal,
+        socket: (path: String, inode: (device: dev_t, inode: ino_t), watch: FolderWatch?),
         continuation: AsyncStream<ControlConnection>.Continuation
-    ) {
+    ) -> String? {
         var pending: [Int32: Pending] = [:]
         defer {
             // Nothing was started for these: their clients may open by themselves.
@@ -160,16 +196,22 @@ public final class ControlListener: Sendable {
             }
         }
         while true {
-            var entries = [pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+            var entries = [
+                pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: socket.watch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+            ]
             if pending.count < maximumPending {
                 entries.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
             }
             let order = Array(pending.keys)
             entries += order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             let soonest = pending.values.map(\.deadline).min()
-            guard case .success = Poll.wait(&entries, until: soonest?.nanoseconds) else { return }
-            if entries[0].revents != 0 { return }
-            if pending.count < maximumPending, entries[1].revents != 0 {
+            guard case .success = Poll.wait(&entries, until: soonest?.nanoseconds) else { return nil }
+            if entries[0].revents != 0 { return nil }
+            if entries[1].revents != 0, socket.watch?.drain() == true, !stillNames(socket.path, socket.inode) {
+                return "it was removed or replaced"
+            }
+            if pending.count < maximumPending, entries[2].revents != 0 {
                 // accept4 is hidden behind _GNU_SOURCE; the listener is non-blocking and
                 // close-on-exec, and the accepted descriptor is made so at once.
                 let fd = accept(listening, nil, nil)

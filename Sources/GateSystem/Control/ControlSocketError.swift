@@ -1,10 +1,3 @@
-import GateCore
-import Plumbing
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Why the control socket cannot be set up, as a sentence naming its path.
 public struct ControlSocketError: Error, Sendable, Hashable, CustomStringConvertible {
     public var path: String

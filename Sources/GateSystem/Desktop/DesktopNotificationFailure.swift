@@ -1,12 +1,3 @@
-import CSDBus
-import GateCore
-import Plumbing
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Why a desktop notification was not shown, worded as the tail of a sentence.
 public enum DesktopNotificationFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// There is no session bus to find a notification server on.

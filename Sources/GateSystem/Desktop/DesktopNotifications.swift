@@ -1,11 +1,6 @@
-import CSDBus
 import GateCore
 import Plumbing
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The freedesktop notification service (`org.freedesktop.Notifications`, method
 /// `Notify`) on the user's session bus, through sd-bus (CSDBus/shim.h says why

@@ -1,7 +1,6 @@
 import CSDBus
 import GateCore
 import Plumbing
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -3,12 +3,6 @@ import Mosquitto
 import Plumbing
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// One CONNECT and its CONNACK, from the thread that owns the client.
 final class BrokerProbe: Sendable {
     /// MOSQ_ERR_TLS of mosquitto.h: the handshake failed inside `mosquitto_connect`.

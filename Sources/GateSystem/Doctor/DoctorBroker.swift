@@ -1,7 +1,5 @@
 import GateCore
-import Mosquitto
 import Plumbing
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

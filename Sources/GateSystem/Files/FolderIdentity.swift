@@ -1,9 +1,3 @@
-import Plumbing
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 public struct FolderIdentity: Sendable, Hashable {
     public let device: UInt64
     public let inode: UInt64

@@ -1,10 +1,3 @@
-import GateCore
-import Plumbing
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 public struct RuntimePathError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The shared runtime folder, when it exists but this account cannot use it.

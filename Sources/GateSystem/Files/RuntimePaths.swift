@@ -1,4 +1,3 @@
-import GateCore
 import Plumbing
 
 #if canImport(Glibc)

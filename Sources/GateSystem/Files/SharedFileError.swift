@@ -1,9 +1,4 @@
-import GateCore
 import Plumbing
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Why a file in a shared folder cannot be used, worded as a sentence that names it:
 /// `cannot use /run/gate/status.json: it is a FIFO, not a regular file`.

@@ -1,9 +1,5 @@
 import GateCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `status.json`, replaced atomically on every change (docs/CONTRACT.md#the-status-file): written to a
 /// temporary file in the same folder, fsynced, renamed over the old one. A reader
 /// sees the old file or the new one, never a torn one.

@@ -1,13 +1,3 @@
-import GateCore
-import Logging
-import Mosquitto
-import Plumbing
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// News of the link for whoever asked for `LinkExtras`; on libmosquitto's thread.
 public enum LinkEvent: Sendable {
     /// CONNACK accepted (first connection or a reconnection); subscriptions requested.

@@ -1,12 +1,4 @@
 import GateCore
-import Logging
-import Mosquitto
-import Plumbing
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// What a link carries besides the relay's topics: a last will, more subscriptions.
 public struct LinkExtras: Sendable, Equatable {

@@ -4,10 +4,6 @@ import Mosquitto
 import Plumbing
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The daemon's warm connection to the broker (docs/CONTRACT.md#gate-daemon): connected
 /// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
 /// topic, so that a button opening publishes its trigger without connecting first.

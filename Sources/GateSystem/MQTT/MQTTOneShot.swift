@@ -3,10 +3,6 @@ import Mosquitto
 import Plumbing
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One short MQTT session outside the daemon: connect, optionally subscribe to one
 /// topic (for its SUBACK only), publish some messages with QoS 1 and wait for their
 /// PUBACKs, disconnect. `gate homeassistant remove` and `gate doctor` use it; it

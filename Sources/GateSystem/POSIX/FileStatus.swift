@@ -1,5 +1,3 @@
-import Plumbing
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,11 +1,5 @@
 import GateCore
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The clock an opening's deadlines, timers and event stamps use: CLOCK_MONOTONIC
 /// in gate, one the test moves by hand in the pipeline's own tests.
 public protocol OpeningClock: Sendable {

@@ -1,11 +1,5 @@
 import GateCore
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// `MonotonicClock` as an `OpeningClock`.
 public struct SystemOpeningClock: OpeningClock {
     public init() {}

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 public struct CredentialFailure: Error, Sendable, CustomStringConvertible {
     /// What is wrong and how to fix it, short enough for one terminal line or two.
     public var message: String

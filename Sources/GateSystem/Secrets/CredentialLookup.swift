@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The lookup chain of every credential (`CredentialName`): the first source that has it wins.
 public struct CredentialLookup: Sendable {
     public var sources: [any SecretSource]

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 public enum SecretLookup: Sendable {
     case found(Secret)
     /// This source works but holds no such secret.

@@ -1,9 +1,5 @@
 import CLibSecret
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The table of libsecret and GLib functions, every entry present (checked when loaded).
 ///
 /// `@unchecked Sendable`: it holds only C function pointers, filled once before it

@@ -1,9 +1,3 @@
-import CLibSecret
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Why the Secret Service could not do what was asked, as the tail of a sentence
 /// that ends with what to do about it. Never holds a password.
 public enum SecretServiceFailure: Error, Sendable, CustomStringConvertible {

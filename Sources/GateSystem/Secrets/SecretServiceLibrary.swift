@@ -1,9 +1,5 @@
 import CLibSecret
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// libsecret's functions, loaded on first use (see CLibSecret/shim.h).
 enum SecretServiceLibrary {
     private static let loaded: Result<SecretServiceAPI, SecretServiceFailure> = {

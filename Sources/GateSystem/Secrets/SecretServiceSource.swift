@@ -1,9 +1,3 @@
-import CLibSecret
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The Secret Service as a source of the lookup chain (docs/CONTRACT.md#secrets), after systemd's
 /// credentials.
 public struct SecretServiceSource: SecretSource {

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Where a secret can come from, tried in order (docs/CONTRACT.md#secrets). The Secret Service
 /// joins this list as a second source.
 public protocol SecretSource: Sendable {

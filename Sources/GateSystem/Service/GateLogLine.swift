@@ -1,13 +1,6 @@
 import GateCore
 import Logging
 import Plumbing
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// How gate's log lines read: `gate: info: message key=value` in a shell, a syslog
 /// priority prefix instead when journald reads stderr (docs/CONTRACT.md#logging).
@@ -37,7 +30,7 @@ public enum GateLogLine {
 
     /// Values with spaces are quoted so that `key=value` pairs stay parseable; control
     /// characters (C0 with `\r` and `\n`, DEL, C1 such as U+009B) and invisible format
-    /// characters are escaped (`SafeText.escaped`), so that a value read from a shared
+    /// characters are escaped (`EscapeSpelling.logValue`), so that a value read from a shared
     /// file can neither forge a log line nor drive the terminal that shows it.
     static func quoted(_ value: String) -> String {
         let needsQuotes =
@@ -46,10 +39,6 @@ public enum GateLogLine {
                 scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\" || SafeText.isUnsafe(scalar)
             }
         guard needsQuotes else { return value }
-        var text = "\""
-        for character in SafeText.escaped(value).unicodeScalars {
-            if character == "\"" { text += "\\\"" } else { text.unicodeScalars.append(character) }
-        }
-        return text + "\""
+        return "\"" + SafeText.escaped(value, as: .logValue) + "\""
     }
 }

@@ -1,4 +1,3 @@
-import GateCore
 import Logging
 import Plumbing
 import Synchronization
