@@ -96,11 +96,15 @@ class Facts:
         values += [float(e.detail) for e in self.events_in(["proxy-delay"], start, end)]
         return max(values)
 
+    # A reload takes effect when the daemon has read the file after its SIGHUP: an opening
+    # asked for this soon after it may still run with the configuration before.
+    RELOAD_LATENCY = 1.0
+
     def configs_during(self, start, end):
         """The configurations in force at some moment of [start, end]."""
-        first = self.timeline.last_before("config", start)
+        first = self.timeline.last_before("config", start - self.RELOAD_LATENCY)
         found = [first.detail] if first else []
-        return found + [e.detail for e in self.events_in(["config"], start, end)]
+        return found + [e.detail for e in self.events_in(["config"], start - self.RELOAD_LATENCY, end)]
 
     def hold(self, at, via):
         udp, mqtt = fault_modes(self.fault_at(at))
@@ -118,7 +122,7 @@ class Facts:
             elif source in ("button", "homeassistant"):
                 kind = "button" if source == "button" else "ha"
                 free = [o for o in self.outcome.openings
-                        if o.kind == kind and not o.history and o.asked <= entry["begin"] + 0.1]
+                        if o.kind == kind and not o.history and o.asked <= entry["begin"] + 0.02]
                 if free:
                     free[-1].history.append(entry)
                 else:
@@ -162,9 +166,14 @@ class Facts:
         if capacity and self.outcome.protocol == 1 and self.blind(opening.asked, end):
             capacity = 2
             notes.append("the status topic was blind during it: a fallback after a UDP trigger is allowed")
-        # Under v1 a forged `1`-`0` on the status topic can pass for a cycle; under v2 only
-        # signed replies count, so every success owns a cycle.
-        forged = self.outcome.protocol == 1 and self.events_in(["forge"], opening.asked - 2, end)
+        # Under v1 a forged `1`-`0` on the status topic can pass for a cycle, and so can the
+        # late status of an earlier cycle (status messages carry no identity): reaching the
+        # broker after that cycle's opener ended, it can arrive after this trigger. Under v2
+        # only signed replies count, so every success owns a cycle.
+        forged = self.outcome.protocol == 1 and (self.events_in(["forge"], opening.asked - 2, end)
+                                                 or self.late_status_during(opening.asked))
+        if forged and not self.events_in(["forge"], opening.asked - 2, end):
+            notes.append("an earlier cycle's status could still arrive in it: v1 cannot tell it from its own")
         required = code == 0 and not forged
         named = None
         if required:
@@ -180,6 +189,19 @@ class Facts:
             if len(sent) > 1 or (unlisted and (capacity == 2 or self.outcome.protocol == 2)):
                 named = None
         return Claim(opening, code, began, opening.asked, end, capacity, required, notes, named)
+
+    def late_status_during(self, start):
+        """An activation before `start` whose `1`/`0` may still reach an opener after it:
+        published after the hold, delayed by the proxy (and held while the broker or the
+        simulator was stopped), with the daemon's 1.5 s echo window as slack."""
+        for at, via in self.outcome.activations:
+            if at >= start:
+                continue
+            delay = self.delay_during(at, start)
+            if at + self.hold(at, via) + delay + 0.5 >= start or \
+                    self.overlaps("broker", at, start) or self.overlaps("sim", at, start):
+                return True
+        return False
 
     def blind(self, start, end):
         """No status message could reach an opener: the contract then allows a fallback."""
