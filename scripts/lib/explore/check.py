@@ -395,8 +395,12 @@ def _crowded(claims, activations, candidates):
 def unconfirmed(facts, claims, activations, candidates):
     """124 from the daemon although the cycle completed, on a path nothing disturbed, well
     inside the budget: the daemon's warm link watched the status topic all along. The
-    budget is the smallest the trigger's adapter had (`udp.timeout` or `mqtt.timeout`)."""
+    budget is the smallest the trigger's adapter had (`udp.timeout` or `mqtt.timeout`).
+    Protocol v1 only: under v2 the plain status topic confirms nothing, and a cycle whose
+    signed `0x91` was lost is confirmed by the next copy's answer, within that budget."""
     violations = []
+    if facts.outcome.protocol == 2:
+        return violations
     for claim in claims:
         o = claim.opening
         if claim.code != 124 or o.kind == "direct" or (o.kind == "plain" and not o.history):
