@@ -56,9 +56,13 @@ struct V2OpeningTests {
         #expect(try sim.activations().isEmpty)
     }
 
-    @Test("UDP replies lost: the same frame over MQTT, one cycle, success through the signed MQTT replies")
-    func udpRepliesLost() throws {
-        let broker = try MosquittoBroker(.plain)
+    @Test(
+        "UDP replies lost: the same frame over MQTT, one cycle, success through the signed MQTT replies",
+        arguments: [false, true]
+    )
+    func udpRepliesLost(tls: Bool) throws {
+        // With `tls`, the broker speaks TLS only, with a CA made for the test.
+        let broker = try MosquittoBroker(tls ? .tls : .plain)
         let sim = try simulator([keyA], ["--fault", "udp:lost-replies"], broker: broker)
         let gate = try V2Gate(key: keyA, udpPort: sim.udpPort, broker: broker)
         let run = try gate.open()
@@ -277,6 +281,7 @@ struct V2OpeningTests {
         for key in keys { environment["ESP32_SIM_KEY\(key.id)"] = key.hex }
         var arguments = ["--protocol", "2", "--hold-ms", String(hold)] + extra
         if let broker { arguments += ["--mqtt-host", broker.host, "--mqtt-port", String(broker.port)] }
+        if let caFile = broker?.caFile { arguments += ["--mqtt-tls-ca", caFile] }
         return try Simulator(arguments, environment: environment)
     }
 
@@ -328,6 +333,7 @@ struct V2Gate {
         let mqtt =
             broker.map {
                 "[mqtt]\nhost = \"\($0.host)\"\nport = \(mqttPort ?? $0.port)\ntimeout = \(mqttTimeout)\n"
+                    + ($0.caFile.map { "tls = true\nca_file = \"\($0)\"\n" } ?? "")
             } ?? ""
         config = try TestConfig(
             """
