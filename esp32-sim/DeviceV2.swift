@@ -50,6 +50,8 @@ final class DeviceV2: Sendable {
         var publish: Publish?
         var activations = 0
         var stopping = false
+        /// The batch's plain `1`/`0`, published after its replies (`carryOut`).
+        var plain: [String] = []
     }
 
     private let state: Mutex<State>
@@ -255,6 +257,11 @@ final class DeviceV2: Sendable {
             }
             perform(action, for: request, in: &state)
         }
+        // As the firmware does (firmware/main/gate_main.c): the signed replies first, the
+        // plain status after them, so that Nagle's algorithm holds the plain one, not the
+        // reply a v2 client waits for.
+        for text in state.plain { state.publish?(.relay(text)) }
+        state.plain = []
     }
 
     private func perform(_ action: DeviceAction, for request: Request?, in state: inout State) {
@@ -263,7 +270,7 @@ final class DeviceV2: Sendable {
             if on { recordActivation(for: request, in: &state) } else { logger.info("relay off") }
             let report: V2Report = on ? .on : .off
             deliver(report, on: .mqtt, what: on ? "1" : "0") { corrupt in
-                state.publish?(.relay(corrupt ? "x" : on ? "1" : "0"))
+                state.plain.append(corrupt ? "x" : on ? "1" : "0")
             }
         case .reply(let frame, let destination):
             reply(frame, to: destination, in: state)

@@ -44,8 +44,14 @@ bool gate_post(const gate_event *event) {
 }
 
 /* In the core's order: the relay moves before the replies that report it. The GPIO is
- * set at once; the network calls do not block (a 0x91 must never wait on the broker). */
+ * set at once; the network calls do not block (a 0x91 must never wait on the broker).
+ * The plain `1`/`0` is published after the batch's replies: two small publishes back to
+ * back meet Nagle's algorithm (lwIP's default), which holds the second until the broker
+ * acknowledges the first (a delayed ACK: tens of ms), and the signed reply is what a v2
+ * client waits for. */
 static void carry_out(const gate_actions *list) {
+    bool plain[GATE_MAX_ACTIONS]; /* the relay's changes in this batch, published last */
+    size_t changes = 0;
     for (size_t i = 0; i < list->count; i++) {
         const gate_action *a = &list->items[i];
         switch ((gate_action_kind)a->kind) {
@@ -53,7 +59,7 @@ static void carry_out(const gate_actions *list) {
         case GATE_ACTION_RELAY_OFF:
             gpio_set_level(CONFIG_GATE_RELAY_GPIO, a->kind == GATE_ACTION_RELAY_ON);
             ESP_LOGI(TAG, "relay %s", a->kind == GATE_ACTION_RELAY_ON ? "on" : "off");
-            gate_mqtt_publish_relay(a->kind == GATE_ACTION_RELAY_ON);
+            plain[changes++] = a->kind == GATE_ACTION_RELAY_ON;
             break;
         case GATE_ACTION_REPLY:
             if (a->peer.via == GATE_VIA_UDP) gate_udp_send(&a->peer, a->frame, GATE_FRAME_SIZE);
@@ -67,6 +73,7 @@ static void carry_out(const gate_actions *list) {
             break;
         }
     }
+    for (size_t i = 0; i < changes; i++) gate_mqtt_publish_relay(plain[i]);
 }
 
 static void handle(const gate_event *event, uint64_t now) {

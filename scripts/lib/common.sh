@@ -36,11 +36,14 @@ start_simulator() {
 }
 
 # Starts an anonymous mosquitto broker in the background on a free loopback port.
-# Sets BROKER_PID and BROKER_PORT; its config and log go to files in $1.
+# Sets BROKER_PID and BROKER_PORT; its config and log go to files in $1; further
+# arguments are more lines of its configuration.
 start_broker() {
     local dir="$1"
+    shift
     BROKER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n' "$BROKER_PORT" >"$dir/mosquitto.conf"
+    [ $# -eq 0 ] || printf '%s\n' "$@" >>"$dir/mosquitto.conf"
     mosquitto -c "$dir/mosquitto.conf" >"$dir/mosquitto.log" 2>&1 &
     BROKER_PID=$!
     wait_for_start mosquitto "$BROKER_PID" "$dir/mosquitto.log" 50 loopback_port_open "$BROKER_PORT"
