@@ -153,7 +153,7 @@ class Kill:
                 return "skipped: no daemon"
             world.timeline.add(f"daemon-{self.signal.lower()}", f"{daemon.pid}")
             if self.restart_after is not None:
-                world.later(self.restart_after, world.restart_daemon, "daemon restart")
+                world.later(self.restart_after, lambda pid=daemon.pid: world.restart_daemon(pid), "daemon restart")
             return f"daemon pid {daemon.pid} signalled"
         if self.target == "broker":
             if world.broker is None:

@@ -308,9 +308,13 @@ class World:
             child.paused = False
             self.timeline.add(f"{name}-cont", f"{child.pid}")
 
-    def restart_daemon(self):
-        """Starts a daemon again, once the one the schedule stopped has exited."""
+    def restart_daemon(self, signalled=None):
+        """Starts a daemon again, once the one the schedule stopped (`signalled`, a pid)
+        has exited; nothing when another restart already brought a newer one (two kills
+        in a row, each with its restart)."""
         old = self.daemons[-1] if self.daemons else None
+        if signalled is not None and old is not None and old.pid != signalled:
+            return
         if old is not None and old.alive:
             if not old.wait(self.config.opening_limit + 3):
                 old.kill()
