@@ -63,7 +63,7 @@ public func fuzzUDPReplies(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         for event in events where finished == 0 {
             if current == .udp {
                 switch event {
-                case .relay, .invalid: udpEvidence = true
+                case .relay, .invalid, .signed: udpEvidence = true
                 case .sent, .unreachable, .lost, .misconfigured, .withheld, .deadlineReached: break
                 }
             }

@@ -105,7 +105,7 @@ extension EscapeSpelling {
     /// A polybar label: `%{…}` is its formatting tag, `%%` a literal `%`; unsafe scalars dropped.
     public static let polybar = EscapeSpelling(named: { $0 == "%" ? "%%" : nil }, code: { _ in "" })
 
-    private static func terminalName(_ scalar: Unicode.Scalar) -> String? {
+    @Sendable private static func terminalName(_ scalar: Unicode.Scalar) -> String? {
         switch scalar {
         case "\\": return "\\\\"
         case "\n": return "\\n"
@@ -115,11 +115,11 @@ extension EscapeSpelling {
         }
     }
 
-    private static func terminalCode(_ scalar: Unicode.Scalar) -> String {
+    @Sendable private static func terminalCode(_ scalar: Unicode.Scalar) -> String {
         scalar.value < 0x80 ? "\\x" + hex(scalar.value, digits: 2) : "\\u{" + hex(scalar.value, digits: 1) + "}"
     }
 
-    private static func tomlControlName(_ scalar: Unicode.Scalar) -> String? {
+    @Sendable private static func tomlControlName(_ scalar: Unicode.Scalar) -> String? {
         switch scalar {
         case "\u{08}": return "\\b"
         case "\t": return "\\t"
@@ -130,7 +130,7 @@ extension EscapeSpelling {
         }
     }
 
-    private static func tomlCode(_ scalar: Unicode.Scalar) -> String {
+    @Sendable private static func tomlCode(_ scalar: Unicode.Scalar) -> String {
         scalar.value > 0xFFFF
             ? "\\U" + hex(scalar.value, digits: 8, uppercase: true)
             : "\\u" + hex(scalar.value, digits: 4, uppercase: true)
