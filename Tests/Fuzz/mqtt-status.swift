@@ -37,7 +37,7 @@ public func fuzzMQTTStatus(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             case .began:
                 if following { fatalError("began while a cycle was followed") }
                 following = true
-            case .ended:
+            case .released, .unanswered:
                 if !following { fatalError("ended without a cycle") }
                 following = false
             case .echo:
