@@ -50,19 +50,40 @@ struct LANAttackerTests {
             try? FileManager.default.removeItem(at: folder)
         }
 
-        /// tshark on the attacker's interface, printing the payload of every datagram from
-        /// gate to the ESP32's port as hex, one per line; ready once it is capturing.
+        /// tshark on the attacker's interface, printing the destination port and payload of
+        /// every datagram from gate to the ESP32, one per line. Ready once a probe sent to
+        /// the discard port shows in its output: "Capturing on" is printed before dumpcap
+        /// has opened the interface, and a trigger sent in between is not captured (CI, stop
+        /// 33: the activation at .310, "Capture started" at .313, 0 packets).
         func startCapture() throws -> NamespacedProcess {
             let capture = try NamespacedProcess(
                 namespace: attacker,
                 executable: "/usr/bin/tshark",
                 arguments: [
-                    "-i", "va", "-l", "-n", "-f", "udp and src host 10.231.9.1 and dst port 8080",
-                    "-d", "udp.port==8080,data", "-T", "fields", "-e", "data.data",
+                    "-i", "va", "-l", "-n", "-f", "udp and src host 10.231.9.1 and (dst port 8080 or dst port 9)",
+                    "-d", "udp.port==8080,data", "-T", "fields", "-e", "udp.dstport", "-e", "data.data",
                 ]
             )
             try capture.wait(for: "tshark capturing") { capture.stderrText.contains("Capturing on") }
+            try capture.wait(for: "a probe datagram in tshark's output") {
+                try? sendProbe()
+                Thread.sleep(forTimeInterval: 0.1)
+                return capture.stdoutText.split(separator: "\n").contains { $0 == "9" || $0.hasPrefix("9\t") }
+            }
             return capture
+        }
+
+        /// One datagram from gate's namespace to the ESP32's discard port (nothing listens).
+        private func sendProbe() throws {
+            let script = """
+                import socket
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"probe", ("\(LANAttackerTests.esp32)", 9))
+                """
+            _ = try MosquittoBroker.runTool(
+                NetNS.ipTool,
+                ["netns", "exec", gate, "python3", "-c", script],
+                timeout: .seconds(5)
+            )
         }
 
         /// `gate open --direct --json` from gate's namespace.
@@ -92,8 +113,12 @@ struct LANAttackerTests {
     private static func payloads(of capture: NamespacedProcess) -> [String] {
         Thread.sleep(forTimeInterval: 0.3)
         capture.stop()
-        return capture.stdoutText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty }
+        return capture.stdoutText.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 2, fields[0] == "8080" else { return nil }
+            let payload = fields[1].trimmingCharacters(in: .whitespaces)
+            return payload.isEmpty ? nil : payload
+        }
     }
 
     private static func environment(credentials: URL? = nil) -> [String: String] {
