@@ -37,11 +37,11 @@ let package = Package(
         // Not linked either: loaded with dlopen on first use (see shim.h).
         .systemLibrary(name: "CLibSecret"),
         // sd-bus's few types and prototypes (libsystemd), written out (checked against the
-        // real header by NotifyTests) so that building needs no libsystemd-dev. Not linked:
-        // loaded with dlopen when `gate daemon` shows its first desktop notification.
+        // real header by NotifyTests) so that building needs no libsystemd-dev. Linked:
+        // every systemd install has libsystemd0.
         .systemLibrary(name: "CSDBus"),
-        // libgpiod 1.6's header (Debian: libgpiod-dev). Not linked: loaded with dlopen
-        // on first use (see shim.h), so no pkgConfig here, which would add -lgpiod.
+        // libgpiod 1.6's header (Debian: libgpiod-dev), linked: the package depends on
+        // libgpiod2, which every Raspberry Pi OS has.
         .systemLibrary(
             name: "CGPIOD",
             providers: [.apt(["libgpiod-dev"])]
@@ -63,8 +63,32 @@ let package = Package(
                 "Mosquitto",
                 "Plumbing",
                 "CLibSecret",
-                "CSDBus",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The features around the opening, each in one place: its rules (pure) beside
+        // its I/O. The daemon's services wire them to the daemon's context.
+        // The control socket: its messages and rules of trust, the listener and the client.
+        .target(
+            name: "GateControl",
+            dependencies: ["GateCore", "GateSystem", "Plumbing", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Desktop notifications: which opening is shown and how often, and the sd-bus
+        // client that shows them.
+        .target(
+            name: "GateNotifications",
+            dependencies: [
+                "GateCore", "GateSystem", "Plumbing", "CSDBus", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Home Assistant: the discovery messages and the state it shows.
+        .target(name: "GateHomeAssistant", dependencies: ["GateCore"]),
+        // `gate doctor`: the facts each check gathers (Probes) and the verdicts on them (Checks).
+        .target(
+            name: "GateDoctor",
+            dependencies: [
+                "GateCore", "GateV2", "GateSystem", "GateControl", "GateNotifications", "GPIO", "Mosquitto",
+                "Plumbing", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // `gate daemon`: the button, the warm MQTT link, config reload, systemd
@@ -74,6 +98,9 @@ let package = Package(
             dependencies: [
                 "GateCore",
                 "GateSystem",
+                "GateControl",
+                "GateNotifications",
+                "GateHomeAssistant",
                 "Plumbing",
                 "GPIO",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -88,6 +115,8 @@ let package = Package(
                 "GateCore",
                 "GateV2",
                 "GateSystem",
+                "GateControl",
+                "GateDoctor",
                 "Plumbing",
                 "GateDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -121,7 +150,10 @@ let package = Package(
         // A process that draws protocol v2's counters as an opening does, for CounterStoreTests'
         // restarts and crashes. Built for the tests only; not a product.
         .executableTarget(name: "gate-counter-probe", dependencies: ["GateSystem"], path: "Tests/CounterProbe"),
-        .testTarget(name: "GateCoreTests", dependencies: ["GateCore"]),
+        .testTarget(
+            name: "GateCoreTests",
+            dependencies: ["GateCore", "GateControl", "GateDoctor", "GateHomeAssistant", "GateNotifications"]
+        ),
         .testTarget(
             name: "GateSystemTests",
             dependencies: [
@@ -132,7 +164,10 @@ let package = Package(
         .testTarget(name: "GPIOTests", dependencies: ["GPIO", "GateCore"]),
         .testTarget(
             name: "GateIntegrationTests",
-            dependencies: ["GateCore", "GateV2", "GateSystem", "gate", "esp32-sim", "GateTestSupport"]
+            dependencies: [
+                "GateCore", "GateV2", "GateSystem", "GateControl", "GateDoctor", "GateNotifications", "gate",
+                "esp32-sim", "GateTestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

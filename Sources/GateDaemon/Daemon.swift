@@ -1,5 +1,6 @@
 import GPIO
 import GateCore
+import GateNotifications
 import GateSystem
 import Logging
 import Plumbing

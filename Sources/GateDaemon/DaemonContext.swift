@@ -1,4 +1,5 @@
 import GateCore
+import GateHomeAssistant
 import GateSystem
 import Logging
 import Synchronization

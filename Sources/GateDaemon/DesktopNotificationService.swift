@@ -1,5 +1,6 @@
 import AsyncAlgorithms
 import GateCore
+import GateNotifications
 import GateSystem
 import ServiceLifecycle
 

@@ -1,5 +1,6 @@
 import AsyncAlgorithms
 import GateCore
+import GateHomeAssistant
 import GateSystem
 import Logging
 import ServiceLifecycle

@@ -1,6 +1,7 @@
 import ArgumentParser
 import GateCore
 import GateDaemon
+import GateDoctor
 import GateSystem
 
 struct DoctorCommand: ParsableCommand {

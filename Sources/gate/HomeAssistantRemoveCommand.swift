@@ -1,5 +1,6 @@
 import ArgumentParser
 import GateCore
+import GateHomeAssistant
 import GateSystem
 
 struct HomeAssistantRemoveCommand: ParsableCommand {

@@ -1,3 +1,4 @@
+import GateControl
 import GateCore
 import Testing
 

@@ -1,4 +1,5 @@
 import GateCore
+import GateDoctor
 import Testing
 
 private let file = "/home/alice/.config/gate/gate.toml"

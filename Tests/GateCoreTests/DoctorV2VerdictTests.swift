@@ -1,4 +1,5 @@
 import GateCore
+import GateDoctor
 import Testing
 
 /// `gate doctor`'s `v2` check: which protocol the ESP32 answers a signed status query in.

@@ -1,4 +1,6 @@
+import GateControl
 import GateCore
+import GateDoctor
 import Testing
 
 private let alice = DoctorUser(name: "alice", uid: 1000)

@@ -1,3 +1,4 @@
+import GateHomeAssistant
 import Testing
 
 @testable import GateCore

@@ -1,3 +1,4 @@
+import GateNotifications
 import Testing
 
 @testable import GateCore

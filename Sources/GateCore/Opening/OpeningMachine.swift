@@ -67,6 +67,21 @@ public struct OpeningMachine: Sendable {
     /// The adapter forced with `--via`, if any: its failure is reported as that
     /// adapter's connection failure rather than `allAdaptersFailed`.
     public let forced: AdapterKind?
+    /// The attempt an adapter's event is about: where it is in the plan and its times.
+    private struct Attempt {
+        let index: Int
+        let startedAt: MonotonicInstant
+        let deadline: MonotonicInstant
+    }
+
+    /// How an attempt ends on an adapter's event.
+    private enum AttemptEnding {
+        /// The ESP32 answered but the cycle failed: no other adapter may be tried.
+        case fail(AttemptOutcome, AttemptReason, GateKeeperError)
+        /// No evidence that the trigger reached the ESP32: the next adapter may go.
+        case giveUp(AttemptOutcome, AttemptReason)
+    }
+
     private(set) var phase: Phase = .idle
     private var startedAt = MonotonicInstant(nanoseconds: 0)
     /// Adapters left out before the opening.
@@ -216,143 +231,111 @@ public struct OpeningMachine: Sendable {
         switch phase {
         case .idle, .resetting, .done:
             return []
-
         case .triggering(let index, let attemptStart, let deadline):
-            let budget = plan[index].budget
-            switch event {
-            case .sent:
-                // `triggering` says a trigger left (docs/CONTRACT.md#one-opening): announced
-                // now, never when the attempt merely starts (it may send nothing at all).
-                guard !sent else { return [] }
-                sent = true
-                return [.stateChanged(.triggering, adapter: plan[index].kind)]
-            case .relay(.activated) where now >= deadline:
-                // Read late, yet the ESP32 answered: evidence, so no fallback; and its `0`
-                // can no longer come within the budget.
-                return fail(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .timeout,
-                    reason: .activatedAtDeadline(budget: budget),
-                    error: .operationTimeout
-                )
-            case .relay(.activated):
-                phase = .waitingForRelayClose(index: index, startedAt: attemptStart, deadline: deadline)
-                return [.stateChanged(.waitingForRelayClose, adapter: plan[owner(of: index)].kind)]
-            case .relay(.released):
-                return fail(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .invalidResponse,
-                    reason: .releaseBeforeActivation,
-                    error: .invalidResponse
-                )
-            case .invalid(let description):
-                return fail(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .invalidResponse,
-                    reason: .invalid(description),
-                    error: .invalidResponse
-                )
-            case .unreachable(let reason):
-                return giveUp(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .unreachable,
-                    reason: .adapter(reason)
-                )
-            case .lost(let reason):
-                return giveUp(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .noAnswer,
-                    reason: .lostAfterTrigger(reason)
-                )
-            case .misconfigured(let reason):
-                return giveUp(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .misconfigured,
-                    reason: .adapter(reason)
-                )
-            case .withheld(.relayActive):
-                // Nothing was sent, and no other adapter may send either: the relay is busy.
-                return refuseBusy(index: index, attemptStart: attemptStart, now: now)
-            case .withheld(.openerGone):
-                // Whoever asked hung up: no adapter may send for them, so none is tried.
-                record(index, .unreachable, .withheld(.openerGone), attemptStart: attemptStart, now: now)
-                return [.stopAdapter(plan[index].kind)] + exhausted(now: now)
-            case .withheld(.relayAnswered):
-                // The status topic's `1` that closed the permit is on its way here; it
-                // answers the last trigger that left, not this attempt, which sent nothing.
-                if !sent { answeredFor = lastSentIndex }
-                return []
-            case .signed:
-                // A protocol v2 reply never reaches a v1 opening (`V2OpeningMachine`'s).
-                return []
-            case .withheld(let why):
-                return giveUp(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .unreachable,
-                    reason: .withheld(why)
-                )
-            case .deadlineReached:
-                return giveUp(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .noAnswer,
-                    reason: .noAnswer(budget: budget)
-                )
-            }
-
+            let attempt = Attempt(index: index, startedAt: attemptStart, deadline: deadline)
+            return whileTriggering(event, attempt, now: now)
         case .waitingForRelayClose(let index, let attemptStart, let deadline):
-            let budget = plan[index].budget
-            switch event {
-            case .sent, .relay(.activated), .withheld, .signed:
-                // A repeated `1` while the relay is held is harmless (docs/CONTRACT.md#protocol-over-udp).
-                sent = sent || event == .sent
-                return []
-            case .relay(.released) where now >= deadline, .deadlineReached:
-                return fail(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .timeout,
-                    reason: .noRelease(budget: budget),
-                    error: .operationTimeout
-                )
-            case .relay(.released):
-                return succeed(index: index, attemptStart: attemptStart, now: now)
-            case .invalid(let description):
-                return fail(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .invalidResponse,
-                    reason: .invalid(description),
-                    error: .invalidResponse
-                )
-            case .unreachable(let reason), .lost(let reason), .misconfigured(let reason):
-                // The relay is known to be on: no fallback, whatever broke afterwards.
-                return fail(
-                    index: index,
-                    attemptStart: attemptStart,
-                    now: now,
-                    outcome: .timeout,
-                    reason: .failedAfterActivation(reason),
-                    error: .operationTimeout
-                )
-            }
+            let attempt = Attempt(index: index, startedAt: attemptStart, deadline: deadline)
+            return whileRelayHeld(event, attempt, now: now)
+        }
+    }
+
+    /// An adapter's event before its relay was seen active.
+    private mutating func whileTriggering(_ event: AdapterEvent, _ attempt: Attempt, now: MonotonicInstant) -> [Action]
+    {
+        let budget = plan[attempt.index].budget
+        let ending: AttemptEnding
+        switch event {
+        case .sent:
+            // `triggering` says a trigger left (docs/CONTRACT.md#one-opening): announced
+            // now, never when the attempt merely starts (it may send nothing at all).
+            guard !sent else { return [] }
+            sent = true
+            return [.stateChanged(.triggering, adapter: plan[attempt.index].kind)]
+        case .relay(.activated) where now >= attempt.deadline:
+            // Read late, yet the ESP32 answered: evidence, so no fallback; and its `0`
+            // can no longer come within the budget.
+            ending = .fail(.timeout, .activatedAtDeadline(budget: budget), .operationTimeout)
+        case .relay(.activated):
+            phase = .waitingForRelayClose(
+                index: attempt.index,
+                startedAt: attempt.startedAt,
+                deadline: attempt.deadline
+            )
+            return [.stateChanged(.waitingForRelayClose, adapter: plan[owner(of: attempt.index)].kind)]
+        case .relay(.released):
+            ending = .fail(.invalidResponse, .releaseBeforeActivation, .invalidResponse)
+        case .invalid(let description):
+            ending = .fail(.invalidResponse, .invalid(description), .invalidResponse)
+        case .unreachable(let reason):
+            ending = .giveUp(.unreachable, .adapter(reason))
+        case .lost(let reason):
+            ending = .giveUp(.noAnswer, .lostAfterTrigger(reason))
+        case .misconfigured(let reason):
+            ending = .giveUp(.misconfigured, .adapter(reason))
+        case .withheld(.relayActive):
+            // Nothing was sent, and no other adapter may send either: the relay is busy.
+            return refuseBusy(index: attempt.index, attemptStart: attempt.startedAt, now: now)
+        case .withheld(.openerGone):
+            // Whoever asked hung up: no adapter may send for them, so none is tried.
+            record(attempt.index, .unreachable, .withheld(.openerGone), attemptStart: attempt.startedAt, now: now)
+            return [.stopAdapter(plan[attempt.index].kind)] + exhausted(now: now)
+        case .withheld(.relayAnswered):
+            // The status topic's `1` that closed the permit is on its way here; it
+            // answers the last trigger that left, not this attempt, which sent nothing.
+            if !sent { answeredFor = lastSentIndex }
+            return []
+        case .signed:
+            // A protocol v2 reply never reaches a v1 opening (`V2OpeningMachine`'s).
+            return []
+        case .withheld(let why):
+            ending = .giveUp(.unreachable, .withheld(why))
+        case .deadlineReached:
+            ending = .giveUp(.noAnswer, .noAnswer(budget: budget))
+        }
+        return end(attempt, ending, now: now)
+    }
+
+    /// An adapter's event once its relay was seen active: it ends in success or failure,
+    /// never in a fallback.
+    private mutating func whileRelayHeld(_ event: AdapterEvent, _ attempt: Attempt, now: MonotonicInstant) -> [Action] {
+        let budget = plan[attempt.index].budget
+        switch event {
+        case .sent, .relay(.activated), .withheld, .signed:
+            // A repeated `1` while the relay is held is harmless (docs/CONTRACT.md#protocol-over-udp).
+            sent = sent || event == .sent
+            return []
+        case .relay(.released) where now >= attempt.deadline, .deadlineReached:
+            return end(attempt, .fail(.timeout, .noRelease(budget: budget), .operationTimeout), now: now)
+        case .relay(.released):
+            return succeed(index: attempt.index, attemptStart: attempt.startedAt, now: now)
+        case .invalid(let description):
+            return end(attempt, .fail(.invalidResponse, .invalid(description), .invalidResponse), now: now)
+        case .unreachable(let reason), .lost(let reason), .misconfigured(let reason):
+            // The relay is known to be on: no fallback, whatever broke afterwards.
+            return end(attempt, .fail(.timeout, .failedAfterActivation(reason), .operationTimeout), now: now)
+        }
+    }
+
+    private mutating func end(_ attempt: Attempt, _ ending: AttemptEnding, now: MonotonicInstant) -> [Action] {
+        switch ending {
+        case .fail(let outcome, let reason, let error):
+            return fail(
+                index: attempt.index,
+                attemptStart: attempt.startedAt,
+                now: now,
+                outcome: outcome,
+                reason: reason,
+                error: error
+            )
+        case .giveUp(let outcome, let reason):
+            return giveUp(
+                index: attempt.index,
+                attemptStart: attempt.startedAt,
+                now: now,
+                outcome: outcome,
+                reason: reason
+            )
         }
     }
 

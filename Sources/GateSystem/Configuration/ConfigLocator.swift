@@ -122,7 +122,7 @@ public struct ConfigLocator: Sendable {
         return String(cString: resolved)
     }
 
-    static func directory(of path: String) -> String {
+    public static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

@@ -100,7 +100,7 @@ public struct RuntimePaths: Sendable, Hashable {
         return .success(())
     }
 
-    static func nonEmpty(_ value: String?) -> String? {
+    public static func nonEmpty(_ value: String?) -> String? {
         guard let value, !value.isEmpty else { return nil }
         return value
     }
@@ -122,7 +122,7 @@ public struct RuntimePaths: Sendable, Hashable {
         return String(cString: name)
     }
 
-    static func isWritableDirectory(_ path: String) -> Bool {
+    public static func isWritableDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR && access(path, W_OK | X_OK) == 0
     }

@@ -247,7 +247,7 @@ public enum SharedFile {
         mode & S_IFMT == S_IFREG ? nil : kind(of: mode)
     }
 
-    static func kind(of mode: mode_t) -> String {
+    public static func kind(of mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFREG: return "a regular file"
         case S_IFLNK: return "a symbolic link"

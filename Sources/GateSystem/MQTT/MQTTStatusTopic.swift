@@ -4,7 +4,7 @@ import Mosquitto
 /// What the one-shot exchange and the daemon's link both need of the broker:
 /// its name in messages, the subscription's verdict, and which status messages
 /// are relay news (docs/CONTRACT.md#protocol-over-mqtt). Written once for both.
-struct MQTTStatusTopic: Sendable {
+public struct MQTTStatusTopic: Sendable {
     let config: MQTTConfig
 
     /// `host:port`, brackets around an IPv6 literal.
@@ -75,7 +75,7 @@ struct MQTTStatusTopic: Sendable {
     }
 
     /// A client with the configuration's credentials and TLS.
-    static func makeClient(
+    public static func makeClient(
         config: MQTTConfig,
         password: Secret?,
         handler: @escaping @Sendable (MosquittoEvent) -> Void

@@ -117,7 +117,8 @@ public struct OpeningPipeline: Sendable {
         if let watch, plan.adapters.first?.kind == .udp {
             await Self.waitUntilLive(watch, for: Self.watchWait)
         }
-        let result = await run(
+        let run = OpeningRun(
+            pipeline: self,
             config: config,
             selection: request.selection,
             openerGone: request.openerGone,
@@ -126,10 +127,9 @@ public struct OpeningPipeline: Sendable {
             feed: statusFeed ?? watch,
             watch: watch,
             recorder: recorder,
-            logger: logger,
-            onStateChange: onStateChange,
-            onAttempt: onAttempt
+            logger: logger
         )
+        let result = await run.run(onStateChange: onStateChange, onAttempt: onAttempt)
         recorder.finished(result.result, resetAfter: result.resetAfter)
         return result.result
     }
@@ -167,191 +167,6 @@ public struct OpeningPipeline: Sendable {
                 explanation: refusal.message
             )
             return .failure(Refused(result: result))
-        }
-    }
-
-    private func run(
-        config: GateConfig,
-        selection: AdapterSelection,
-        openerGone: (@Sendable () -> Bool)?,
-        plan: AdapterPlan,
-        udpLink: LinkVerdict?,
-        feed: (any StatusFeed)?,
-        watch: MQTTLink?,
-        recorder: OpeningRecorder,
-        logger: Logger,
-        onStateChange: (GateState, AdapterKind?) -> Void,
-        onAttempt: (AdapterKind) -> Void
-    ) async -> (result: OpeningResult, resetAfter: Duration?) {
-        let clock = self.clock
-        let openingStart = clock.now()
-        let permit = TriggerPermit(
-            relayActive: feed?.relayActive ?? false,
-            clock: clock,
-            watchSession: { feed?.liveSession },
-            openerGone: openerGone,
-            stamp: { at in recorder.recordTrigger(at: at) }
-        )
-        let (inputs, continuation) = AsyncStream.makeStream(of: OpeningInput.self, bufferingPolicy: .unbounded)
-        defer { continuation.finish() }
-        let detach = feed?.attach { report, echo in
-            let at = clock.now()
-            if permit.observe(report, echo: echo) { continuation.yield(.observed(report, at: at)) }
-        }
-        defer { detach?.detach(owing: permit.echoesOwed) }
-
-        if let udp = config.udp, let udpLink {
-            logger.debug(
-                "on-link check",
-                metadata: ["adapter": "udp", "target": "\(udp.host)", "verdict": "\(udpLink)"]
-            )
-            if selection == .udp, udpLink == .offLink {
-                logger.info(
-                    "UDP forced although the ESP32 is not on a directly connected network",
-                    metadata: ["target": "\(udp.host)"]
-                )
-            }
-        }
-        for skipped in plan.skipped {
-            logger.info(
-                "adapter skipped",
-                metadata: ["adapter": "\(skipped.adapter)", "reason": "\(skipped.reason?.description ?? "")"]
-            )
-        }
-        var machine = plan.machine(resetDelay: .seconds(fromConfig: config.runtime.resetDelay))
-        var pending = machine.handle(.start(at: openingStart))
-        var attemptNumber = 0
-        var running:
-            (
-                number: Int, kind: AdapterKind, ticket: AttemptTicket, cancel: AttemptCancel,
-                stopTimer: @Sendable () -> Void
-            )?
-        var iterator = inputs.makeAsyncIterator()
-        /// Attempts whose silence waited for the watch to catch up once.
-        var synced: Set<Int> = []
-
-        while true {
-            while !pending.isEmpty {
-                switch pending.removeFirst() {
-                case .startAdapter(let kind, let deadline):
-                    attemptNumber += 1
-                    logger.info("trying adapter", metadata: ["adapter": "\(kind)"])
-                    permit.begin(attempt: attemptNumber, deadline: deadline)
-                    let ticket = AttemptTicket(
-                        deadline: deadline,
-                        attempt: attemptNumber,
-                        permit: permit,
-                        inputs: continuation
-                    )
-                    let cancel = adapters.make(
-                        kind,
-                        config: config,
-                        selection: selection,
-                        logger: logger,
-                        watch: watch
-                    ).attempt(ticket)
-                    onAttempt(kind)
-                    running = (
-                        attemptNumber, kind, ticket, cancel,
-                        Self.overdueTimer(
-                            attempt: attemptNumber,
-                            deadline: deadline,
-                            permit: permit,
-                            inputs: continuation,
-                            clock: clock
-                        ).cancel
-                    )
-                case .stopAdapter(let kind):
-                    if let current = running, current.kind == kind {
-                        permit.close(attempt: current.number)
-                        current.stopTimer()
-                        current.cancel()
-                        running = nil
-                    }
-                    if let record = machine.attempts.last(where: { $0.adapter == kind }) {
-                        logger.info("adapter finished", metadata: Self.metadata(finished: record))
-                    }
-                case .stateChanged(let state, let adapter):
-                    logger.info(
-                        "state changed",
-                        metadata: ["state": "\(state.rawValue)", "adapter": "\(adapter?.rawValue ?? "none")"]
-                    )
-                    recorder.stateChanged(state, adapter: adapter)
-                    onStateChange(state, adapter)
-                case .finished(let result, let resetAt):
-                    if let current = running {
-                        permit.close(attempt: current.number)
-                        current.stopTimer()
-                        current.cancel()
-                    }
-                    return (result, resetAt.map { $0.duration(since: clock.now()) })
-                }
-            }
-            guard let current = running else {
-                // Unreachable by construction: every path of the machine either runs an
-                // adapter or finishes. Reported rather than trapped on an appliance.
-                logger.error("opening stopped without a result")
-                let result = OpeningResult(
-                    error: .allAdaptersFailed,
-                    adapter: nil,
-                    duration: clock.now().duration(since: openingStart),
-                    attempts: machine.attempts,
-                    explanation: "internal error: the opening stopped without a result"
-                )
-                return (result, .seconds(fromConfig: config.runtime.resetDelay))
-            }
-            guard let input = await iterator.next() else {
-                // Cancelled (the daemon stopping): the permit closes first, so nothing more
-                // leaves, and its record of what left decides the outcome.
-                let sent = permit.close(attempt: current.number)
-                logger.warning("opening stopped from outside", metadata: ["trigger_sent": "\(sent)"])
-                pending = machine.handle(.stopped(triggerSent: sent, at: clock.now()))
-                if pending.isEmpty { running = nil }
-                continue
-            }
-            switch input {
-            case .adapter(let number, let event, let at):
-                guard number == current.number else { continue }
-                logger.trace("adapter event", metadata: ["adapter": "\(current.kind)", "event": "\(event)"])
-                switch Self.silence(event, attempt: number, permit: permit) {
-                case .watched where feed != nil && !synced.contains(number):
-                    // What the watch's broker sent before now is read first; the silence
-                    // comes again after it (a paused process: both wait unread).
-                    synced.insert(number)
-                    if await feed?.sync(timeout: Self.syncLimit) != true { _ = machine.handle(.unwatched) }
-                    continuation.yield(input)
-                    continue
-                case .unwatched:
-                    _ = machine.handle(.unwatched)
-                case .watched, .notSilence:
-                    break
-                }
-                pending = machine.handle(.adapter(current.kind, event, at: at))
-            case .observed(let report, let at):
-                logger.debug("status topic", metadata: ["report": "\(report)", "during": "\(current.kind)"])
-                pending = machine.handle(.observed(report, at: at))
-            case .signed, .epoch:
-                // Protocol v2's (`runV2`); a v1 opening never asks for them.
-                continue
-            case .ended(let number):
-                guard number == current.number else { continue }
-                let event = Self.silentEnd(current.ticket, permit: permit)
-                continuation.yield(.adapter(attempt: number, event, at: clock.now()))
-            case .overdue(let number, let stage):
-                guard number == current.number else { continue }
-                if stage == 1 {
-                    // Ask it to drain what already arrived and finish; a thread blocked in a
-                    // call cannot, and the second stage decides without it.
-                    current.cancel()
-                } else {
-                    logger.warning(
-                        "adapter did not finish after its deadline",
-                        metadata: ["adapter": "\(current.kind)", "doing": "\(current.ticket.whatItWasDoing)"]
-                    )
-                    let event = Self.silentEnd(current.ticket, permit: permit)
-                    continuation.yield(.adapter(attempt: number, event, at: clock.now()))
-                }
-            }
         }
     }
 
@@ -459,26 +274,5 @@ public struct OpeningPipeline: Sendable {
         ]
         if let reason = record.reason { metadata["reason"] = "\(reason)" }
         return metadata
-    }
-}
-
-/// Whether an address is on a directly connected network, from the interface table.
-enum LinkCheck {
-    static func verdict(
-        for ip: IPAddress,
-        interfaces: @Sendable () -> Result<[InterfaceAddress], SystemError>,
-        logger: Logger
-    ) -> LinkVerdict {
-        if ip.isLoopback { return .loopback }
-        switch interfaces() {
-        case .success(let table):
-            return LinkVerdict.of(ip, in: table)
-        case .failure(let error):
-            logger.warning(
-                "cannot read the interface table; treating the ESP32 as off-link",
-                metadata: ["error": "\(error)"]
-            )
-            return .offLink
-        }
     }
 }

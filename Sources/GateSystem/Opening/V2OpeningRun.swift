@@ -19,20 +19,11 @@ struct V2OpeningRun {
 
     typealias Inputs = AsyncStream<OpeningInput>.Continuation
 
-    /// The attempt that runs now.
-    struct Running {
-        let number: Int
-        let kind: AdapterKind
-        let ticket: AttemptTicket
-        let cancel: AttemptCancel
-        let stopTimer: @Sendable () -> Void
-    }
-
     /// Where the loop is: an attempt, a status query (its number), or neither.
     enum Step {
         case none
         case query(Int, cancel: @Sendable () -> Void)
-        case attempt(Running)
+        case attempt(RunningAttempt)
     }
 
     func run(
@@ -211,7 +202,7 @@ struct V2OpeningRun {
                 clock: clock
             )
             step = .attempt(
-                Running(number: attempts, kind: kind, ticket: ticket, cancel: cancel, stopTimer: timer.cancel)
+                RunningAttempt(number: attempts, kind: kind, ticket: ticket, cancel: cancel, stopTimer: timer.cancel)
             )
         }
 
@@ -221,9 +212,7 @@ struct V2OpeningRun {
             case .none: break
             case .query(_, let cancel): cancel()
             case .attempt(let running):
-                permit.close(attempt: running.number)
-                running.stopTimer()
-                running.cancel()
+                running.end(permit: permit)
             }
             step = .none
         }
@@ -271,21 +260,11 @@ extension V2OpeningRun.Loop {
             }
         case .ended(let number):
             guard case .attempt(let running) = step, running.number == number else { return [] }
-            let event = OpeningPipeline.silentEnd(running.ticket, permit: permit)
-            inputs.yield(.adapter(attempt: number, event, at: clock.now()))
+            running.endedSilently(permit: permit, inputs: inputs, clock: clock)
             return []
         case .overdue(let number, let stage):
             guard case .attempt(let running) = step, running.number == number else { return [] }
-            if stage == 1 {
-                running.cancel()
-            } else {
-                logger.warning(
-                    "adapter did not finish after its deadline",
-                    metadata: ["adapter": "\(running.kind)", "doing": "\(running.ticket.whatItWasDoing)"]
-                )
-                let event = OpeningPipeline.silentEnd(running.ticket, permit: permit)
-                inputs.yield(.adapter(attempt: number, event, at: clock.now()))
-            }
+            running.overdue(stage: stage, permit: permit, inputs: inputs, clock: clock, logger: logger)
             return []
         case .observed:
             // Never yielded under v2: the permit only counts plain status messages.

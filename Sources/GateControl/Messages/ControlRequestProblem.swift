@@ -1,0 +1,21 @@
+import GateCore
+
+/// Why a request line was refused.
+public enum ControlRequestProblem: Error, Sendable, Hashable, CustomStringConvertible {
+    case notJSON
+    case tooLong(limit: Int)
+    case field(String)
+    case unknownRequest(String)
+    /// The line did not come before the daemon stopped waiting for it.
+    case incomplete
+
+    public var description: String {
+        switch self {
+        case .notJSON: return "the request is not one JSON object on one line"
+        case .tooLong(let limit): return "the request is longer than \(limit) bytes"
+        case .field(let key): return "the request's \(key) is missing or invalid"
+        case .unknownRequest(let kind): return "unknown request \(kind) (known: open, who)"
+        case .incomplete: return "the request did not end with a newline in time"
+        }
+    }
+}
