@@ -86,16 +86,7 @@ public struct AdapterFactory: Sendable {
         if let custom { return custom(kind) }
         switch kind {
         case .udp:
-            guard let udp = config.udp else {
-                return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration"))
-            }
-            return UDPAdapter(
-                host: udp.host,
-                port: udp.port,
-                onLinkOnly: selection == .auto,
-                interfaces: InterfaceTable.current,
-                logger: logger
-            )
+            return udp(config: config, selection: selection, logger: logger)
         case .mqtt:
             guard let mqtt = config.mqtt else {
                 return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
@@ -133,21 +124,10 @@ extension AdapterFactory {
         if let custom { return custom(kind) }
         switch kind {
         case .udp:
-            guard let udp = config.udp else {
-                return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration"))
+            return udp(config: config, selection: selection, logger: logger, trigger: frame.bytes) { datagram in
+                guard let reply = key.reply(to: frame, datagram: Array(datagram)) else { return [] }
+                return [.signed(reply.kind, epoch: reply.epoch)]
             }
-            return UDPAdapter(
-                host: udp.host,
-                port: udp.port,
-                onLinkOnly: selection == .auto,
-                interfaces: InterfaceTable.current,
-                logger: logger,
-                trigger: frame.bytes,
-                decode: { datagram in
-                    guard let reply = key.reply(to: frame, datagram: Array(datagram)) else { return [] }
-                    return [.signed(reply.kind, epoch: reply.epoch)]
-                }
-            )
         case .mqtt:
             guard let mqtt = config.mqtt, let v2 = V2Subscription(config: config) else {
                 return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
@@ -161,6 +141,28 @@ extension AdapterFactory {
             }
             return V2LinkAdapter(link: link, request: (v2.requests, Array(frame.hex.utf8)))
         }
+    }
+
+    /// The UDP adapter of either protocol: v1's trigger and decoder unless told otherwise.
+    private func udp(
+        config: GateConfig,
+        selection: AdapterSelection,
+        logger: Logger,
+        trigger: [UInt8] = [0x01],
+        decode: @escaping @Sendable (ArraySlice<UInt8>) -> [AdapterEvent] = { UDPReplyDecoder.events(for: $0) }
+    ) -> any GateAdapter {
+        guard let udp = config.udp else {
+            return FailedAdapter(kind: .udp, event: .misconfigured("no [udp] table in the configuration"))
+        }
+        return UDPAdapter(
+            host: udp.host,
+            port: udp.port,
+            onLinkOnly: selection == .auto,
+            interfaces: InterfaceTable.current,
+            logger: logger,
+            trigger: trigger,
+            decode: decode
+        )
     }
 
     /// The link an opening under protocol v2 reads and publishes through: the opening's
