@@ -33,34 +33,11 @@ public enum Daemon {
         // A SIGHUP (`systemctl reload`) that comes before the reload service traps it
         // must not kill the daemon, which is SIGHUP's default; the trap replaces this.
         signal(SIGHUP, SIG_IGN)
-        let config: GateConfig
-        let configPath: String
-        switch ConfigLocator(explicitPath: options.configPath).load() {
-        case .success(let (loaded, candidate)):
-            config = loaded
-            configPath = candidate.path
-        case .failure(let error):
-            logger.critical("cannot start: \(error.description)")
-            return ExitStatus.configuration
+        let start: Start
+        switch Start.make(options, logger: logger) {
+        case .success(let made): start = made
+        case .failure(let failure): return failure.status
         }
-
-        let paths: RuntimePaths
-        switch RuntimePaths.resolve().flatMap({ resolved in resolved.prepare().map { resolved } }) {
-        case .success(let resolved): paths = resolved
-        case .failure(let error):
-            logger.critical("cannot start: \(error.message)")
-            return ExitStatus.unavailable
-        }
-
-        var services: [any Service & CustomStringConvertible] = []
-        let button: (reader: EdgeReader, source: ButtonSource)?
-        do {
-            button = try openButton(options: options, config: config, logger: logger)
-        } catch {
-            logger.critical("cannot start: \(error)")
-            return ExitStatus.unavailable
-        }
-
         let environment = ProcessEnvironment.current()
         var notifier: SystemdNotifier?
         switch SystemdNotifier.fromEnvironment(environment) {
@@ -70,24 +47,94 @@ public enum Daemon {
         }
         let watchdogInterval = SystemdNotifier.watchdogInterval(environment: environment, pid: getpid())
         let context = DaemonContext(
-            config: config,
-            configPath: configPath,
-            paths: paths,
+            config: start.config,
+            configPath: start.configPath,
+            paths: start.paths,
             credentials: AdapterFactory.credentials(environment: environment),
             notifier: notifier,
             startNs: startNs,
-            buttonOrigin: button?.source.origin,
+            buttonOrigin: start.button?.source.origin,
             logger: logger,
             watchdogInterval: watchdogInterval
         )
         logger.info(
             "daemon starting",
             metadata: [
-                "config": "\(configPath)", "runtime": "\(paths.runtimeDirectory)", "pid": "\(getpid())",
+                "config": "\(start.configPath)", "runtime": "\(start.paths.runtimeDirectory)", "pid": "\(getpid())",
             ]
         )
+        let services = await services(
+            context: context,
+            button: start.button,
+            environment: environment,
+            watchdogInterval: watchdogInterval
+        )
+        var configuration = ServiceGroupConfiguration(
+            // A service that stops is started again; it never ends the group.
+            services: services.map { SupervisedService(service: $0, context: context) },
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        configuration.maximumGracefulShutdownDuration = GateConfig.longestOpeningLimit
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch {
+            logger.critical("daemon stopped by a failure", metadata: ["error": "\(error)"])
+            return ExitStatus.software
+        }
+        logger.info("daemon stopped")
+        return ExitStatus.success
+    }
 
-        services.append(StatusKeeperService(context: context))
+    /// What the daemon needs before any service runs: the configuration, the runtime
+    /// folder, the button's first reader.
+    private struct Start {
+        let config: GateConfig
+        let configPath: String
+        let paths: RuntimePaths
+        let button: (reader: EdgeReader, source: ButtonSource)?
+
+        /// Why the daemon cannot start: said in the log, and its exit status.
+        struct Failure: Error {
+            let status: Int32
+        }
+
+        static func make(_ options: Options, logger: Logger) -> Result<Start, Failure> {
+            let config: GateConfig
+            let configPath: String
+            switch ConfigLocator(explicitPath: options.configPath).load() {
+            case .success(let (loaded, candidate)):
+                config = loaded
+                configPath = candidate.path
+            case .failure(let error):
+                logger.critical("cannot start: \(error.description)")
+                return .failure(Failure(status: ExitStatus.configuration))
+            }
+            let paths: RuntimePaths
+            switch RuntimePaths.resolve().flatMap({ resolved in resolved.prepare().map { resolved } }) {
+            case .success(let resolved): paths = resolved
+            case .failure(let error):
+                logger.critical("cannot start: \(error.message)")
+                return .failure(Failure(status: ExitStatus.unavailable))
+            }
+            do {
+                let button = try openButton(options: options, config: config, logger: logger)
+                return .success(Start(config: config, configPath: configPath, paths: paths, button: button))
+            } catch {
+                logger.critical("cannot start: \(error)")
+                return .failure(Failure(status: ExitStatus.unavailable))
+            }
+        }
+    }
+
+    /// The daemon's services, in the order they start (and the reverse of their stop).
+    private static func services(
+        context: DaemonContext,
+        button: (reader: EdgeReader, source: ButtonSource)?,
+        environment: [String: String],
+        watchdogInterval: Duration?
+    ) async -> [any Service & CustomStringConvertible] {
+        var services: [any Service & CustomStringConvertible] = [StatusKeeperService(context: context)]
         // Trapped (and registered) before any service runs, so before READY=1: systemd may
         // send the first SIGHUP the moment it hears READY=1.
         let hangups = await HangupSignal.trap()
@@ -104,28 +151,8 @@ public enum Daemon {
             context.progress.watch(ButtonService.name)
         }
         // Last: shut down first, so that STOPPING=1 leaves at once (see NotifierService).
-        services.append(
-            NotifierService(
-                context: context,
-                watchdogInterval: watchdogInterval
-            )
-        )
-
-        var configuration = ServiceGroupConfiguration(
-            // A service that stops is started again; it never ends the group.
-            services: services.map { SupervisedService(service: $0, context: context) },
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        )
-        configuration.maximumGracefulShutdownDuration = GateConfig.longestOpeningLimit
-        do {
-            try await ServiceGroup(configuration: configuration).run()
-        } catch {
-            logger.critical("daemon stopped by a failure", metadata: ["error": "\(error)"])
-            return ExitStatus.software
-        }
-        logger.info("daemon stopped")
-        return ExitStatus.success
+        services.append(NotifierService(context: context, watchdogInterval: watchdogInterval))
+        return services
     }
 
     /// The button's first reader, opened before `READY=1`, and how to open it again.

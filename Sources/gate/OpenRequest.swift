@@ -66,38 +66,12 @@ struct OpenRequest: Equatable {
             report(result, display: display, problems: [], nextStep: nil)
             return result.exitCode
         }
-        if !direct, let canonicalConfig = ConfigLocator.canonical(configPath) {
-            let opening = ControlOpening(
-                source: source,
-                selection: via,
-                force: force,
-                configPath: canonicalConfig,
-                sent: MonotonicClock.now()
-            )
-            switch await ControlClient.open(
-                opening,
-                config: config,
-                paths: paths,
-                logger: logger,
-                onStateChange: display.show
-            ) {
-            case .finished(let result):
-                report(result, display: display, config: config)
-                return result.exitCode
-            case .openDirectly(let why):
-                logger.debug("opening directly", metadata: ["why": "\(why)"])
-            }
+        if !direct, let result = await handOver(config: config, configPath: configPath, paths: paths, display, logger) {
+            report(result, display: display, config: config)
+            return result.exitCode
         }
         let adapters = AdapterFactory(credentials: AdapterFactory.credentials())
-        let pipeline = OpeningPipeline(paths: paths, adapters: adapters, logger: logger)
-        let result = await pipeline.open(
-            config: config,
-            request: OpeningRequest(source: source, selection: via, force: force)
-        ) { state, adapter in
-            display.show(state, adapter: adapter)
-        } onAttempt: { adapter in
-            display.attempting(adapter)
-        }
+        let result = await openHere(config: config, paths: paths, adapters: adapters, display: display, logger: logger)
         report(result, display: display, config: config)
         // The MQTT exchange sends its DISCONNECT on its own thread as the opening ends;
         // the process waits for it (a connected session ends within microseconds) rather
@@ -109,6 +83,57 @@ struct OpenRequest: Equatable {
             )
         }
         return result.exitCode
+    }
+
+    /// The opening handed to a daemon serving this configuration; nil when there is none
+    /// to hand it to, and this process opens by itself.
+    private func handOver(
+        config: GateConfig,
+        configPath: String,
+        paths: RuntimePaths,
+        _ display: StateDisplay,
+        _ logger: Logger
+    ) async -> OpeningResult? {
+        guard let canonicalConfig = ConfigLocator.canonical(configPath) else { return nil }
+        let opening = ControlOpening(
+            source: source,
+            selection: via,
+            force: force,
+            configPath: canonicalConfig,
+            sent: MonotonicClock.now()
+        )
+        switch await ControlClient.open(
+            opening,
+            config: config,
+            paths: paths,
+            logger: logger,
+            onStateChange: display.show
+        ) {
+        case .finished(let result):
+            return result
+        case .openDirectly(let why):
+            logger.debug("opening directly", metadata: ["why": "\(why)"])
+            return nil
+        }
+    }
+
+    /// The opening through this process's own pipeline.
+    private func openHere(
+        config: GateConfig,
+        paths: RuntimePaths,
+        adapters: AdapterFactory,
+        display: StateDisplay,
+        logger: Logger
+    ) async -> OpeningResult {
+        let pipeline = OpeningPipeline(paths: paths, adapters: adapters, logger: logger)
+        return await pipeline.open(
+            config: config,
+            request: OpeningRequest(source: source, selection: via, force: force)
+        ) { state, adapter in
+            display.show(state, adapter: adapter)
+        } onAttempt: { adapter in
+            display.attempting(adapter)
+        }
     }
 
     private func report(_ result: OpeningResult, display: StateDisplay, config: GateConfig) {

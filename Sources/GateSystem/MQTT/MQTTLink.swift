@@ -256,125 +256,14 @@ public final class MQTTLink: StatusFeed {
             if level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning {
                 state.withLock { $0.lastError = text }
             }
-
         case .connected(let code):
-            guard code == 0 else {
-                state.withLock { $0.failedOnce = true }
-                logger.log(
-                    level: troubleLevel,
-                    "MQTT broker refused the link; retrying",
-                    metadata: [
-                        "broker": "\(broker)", "reason": "\(MosquittoError.connackWords(for: code))",
-                    ]
-                )
-                return
-            }
-            let client = state.withLock { $0.client }
-            subscribeV2(client)
-            do {
-                let id = try client.map { try $0.subscribe(topic: config.statusTopic, qos: 0) }
-                state.withLock { $0.subscribeID = id }
-            } catch {
-                logger.warning(
-                    "MQTT link cannot subscribe",
-                    metadata: ["topic": "\(config.statusTopic)", "error": "\(error)"]
-                )
-            }
-            var extraIDs: [Int32: String] = [:]
-            for topic in extras.subscriptions {
-                do {
-                    let id = try client.map { client in
-                        try extras.retainAsPublished
-                            ? client.subscribeRetainAsPublished(topic: topic, qos: 1)
-                            : client.subscribe(topic: topic, qos: 1)
-                    }
-                    if let id { extraIDs[id] = topic }
-                } catch {
-                    logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(topic)", "error": "\(error)"])
-                }
-            }
-            state.withLock {
-                $0.extraSubscribeIDs = extraIDs
-                $0.connected = true
-            }
-            onEvent(self, .connected)
-
+            connected(code)
         case .subscribed(let messageID, let granted):
-            if let barrier = state.withLock({ $0.barriers.removeValue(forKey: messageID) }) {
-                barrier.continuation.resume(returning: true)
-                return
-            }
-            if state.withLock({ $0.v2SubscribeIDs.remove(messageID) }) != nil {
-                if MQTTStatusTopic.refused(granted: granted) {
-                    logger.error("MQTT broker at \(broker) refused a protocol v2 subscription (not authorised for it?)")
-                }
-                return
-            }
-            let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
-            if let extra {
-                if MQTTStatusTopic.refused(granted: granted) {
-                    logger.error(
-                        "MQTT broker at \(broker) refused the subscription to \(extra) (not authorised for that topic?)"
-                    )
-                }
-                onEvent(self, .subscribed(topic: extra, refused: MQTTStatusTopic.refused(granted: granted)))
-                return
-            }
-            guard expected else { return }
-            if MQTTStatusTopic.refused(granted: granted) {
-                logger.error("\(topic.refusalWords)")
-                return
-            }
-            state.withLock {
-                $0.ready = true
-                $0.session += 1
-                $0.lastError = nil
-            }
-            logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
-
+            subscribed(messageID, granted: granted)
         case .message(let name, let payload, let retained):
-            if handleV2(topic: name, payload: payload, retained: retained) { return }
-            guard name == config.statusTopic else {
-                if extras.subscriptions.contains(name) {
-                    onEvent(self, .message(topic: name, payload: payload, retained: retained))
-                }
-                return
-            }
-            let report = topic.report(topic: name, payload: payload, retained: retained)
-            typealias Delivery = (observer: (@Sendable (RelayObserver.Report, Bool) -> Void)?, echo: Bool)
-            let (observer, echo) = state.withLock { state -> Delivery in
-                let echo = report.map { state.echoes.take($0, at: MonotonicClock.now()) } ?? false
-                switch report {
-                // A late echo of a local cycle that already ended does not hold the relay.
-                case .activated: if !echo { state.activeSince = MonotonicClock.now() }
-                case .released: state.activeSince = nil
-                case .invalid, nil: break
-                }
-                // Under the lock, in order with an opening's end (`attach`).
-                if state.observer == nil { onUnclaimed(payload, retained) }
-                return (state.observer, echo)
-            }
-            if let report, let observer {
-                observer(report, echo)
-            }
-
+            received(name, payload: payload, retained: retained)
         case .disconnected(let code):
-            let (attempt, stopped, detail) = state.withLock { state -> (AttemptTicket?, Bool, String?) in
-                state.ready = false
-                state.connected = false
-                state.subscribeID = nil
-                return (state.attempt, state.stopped, state.lastError)
-            }
-            endBarriers(where: { _ in true })
-            guard code != 0, !stopped else { return }
-            let words = detail ?? MosquittoError.words(for: code)
-            logger.log(
-                level: troubleLevel,
-                "MQTT link lost; reconnecting",
-                metadata: ["broker": "\(broker)", "reason": "\(words)"]
-            )
-            attempt?.report(.lost("lost the connection to MQTT broker at \(broker) (\(words))"))
-
+            disconnected(code)
         case .published(let id):
             let waiting = state.withLock { state -> Bool in
                 guard state.acknowledged != nil else { return false }
@@ -385,6 +274,135 @@ public final class MQTTLink: StatusFeed {
         }
     }
 
+    /// The broker's CONNACK: when accepted, protocol v2's topics, the status topic and
+    /// the extras are subscribed.
+    private func connected(_ code: Int32) {
+        guard code == 0 else {
+            state.withLock { $0.failedOnce = true }
+            logger.log(
+                level: troubleLevel,
+                "MQTT broker refused the link; retrying",
+                metadata: [
+                    "broker": "\(broker)", "reason": "\(MosquittoError.connackWords(for: code))",
+                ]
+            )
+            return
+        }
+        let client = state.withLock { $0.client }
+        subscribeV2(client)
+        do {
+            let id = try client.map { try $0.subscribe(topic: config.statusTopic, qos: 0) }
+            state.withLock { $0.subscribeID = id }
+        } catch {
+            logger.warning(
+                "MQTT link cannot subscribe",
+                metadata: ["topic": "\(config.statusTopic)", "error": "\(error)"]
+            )
+        }
+        var extraIDs: [Int32: String] = [:]
+        for topic in extras.subscriptions {
+            do {
+                let id = try client.map { client in
+                    try extras.retainAsPublished
+                        ? client.subscribeRetainAsPublished(topic: topic, qos: 1)
+                        : client.subscribe(topic: topic, qos: 1)
+                }
+                if let id { extraIDs[id] = topic }
+            } catch {
+                logger.warning("MQTT link cannot subscribe", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            }
+        }
+        state.withLock {
+            $0.extraSubscribeIDs = extraIDs
+            $0.connected = true
+        }
+        onEvent(self, .connected)
+    }
+
+    /// A SUBACK: a barrier's (`sync`), v2's, an extra's, or the status topic's, which
+    /// makes the link ready and starts a new watch session.
+    private func subscribed(_ messageID: Int32, granted: [Int32]) {
+        if let barrier = state.withLock({ $0.barriers.removeValue(forKey: messageID) }) {
+            barrier.continuation.resume(returning: true)
+            return
+        }
+        if state.withLock({ $0.v2SubscribeIDs.remove(messageID) }) != nil {
+            if MQTTStatusTopic.refused(granted: granted) {
+                logger.error("MQTT broker at \(broker) refused a protocol v2 subscription (not authorised for it?)")
+            }
+            return
+        }
+        let (expected, extra) = state.withLock { ($0.subscribeID == messageID, $0.extraSubscribeIDs[messageID]) }
+        if let extra {
+            if MQTTStatusTopic.refused(granted: granted) {
+                logger.error(
+                    "MQTT broker at \(broker) refused the subscription to \(extra) (not authorised for that topic?)"
+                )
+            }
+            onEvent(self, .subscribed(topic: extra, refused: MQTTStatusTopic.refused(granted: granted)))
+            return
+        }
+        guard expected else { return }
+        if MQTTStatusTopic.refused(granted: granted) {
+            logger.error("\(topic.refusalWords)")
+            return
+        }
+        state.withLock {
+            $0.ready = true
+            $0.session += 1
+            $0.lastError = nil
+        }
+        logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
+    }
+
+    /// A message: v2's replies and epoch, an extra's, or the status topic's report, told
+    /// apart from an echo of a local cycle and handed to the attached opening.
+    private func received(_ name: String, payload: [UInt8], retained: Bool) {
+        if handleV2(topic: name, payload: payload, retained: retained) { return }
+        guard name == config.statusTopic else {
+            if extras.subscriptions.contains(name) {
+                onEvent(self, .message(topic: name, payload: payload, retained: retained))
+            }
+            return
+        }
+        let report = topic.report(topic: name, payload: payload, retained: retained)
+        typealias Delivery = (observer: (@Sendable (RelayObserver.Report, Bool) -> Void)?, echo: Bool)
+        let (observer, echo) = state.withLock { state -> Delivery in
+            let echo = report.map { state.echoes.take($0, at: MonotonicClock.now()) } ?? false
+            switch report {
+            // A late echo of a local cycle that already ended does not hold the relay.
+            case .activated: if !echo { state.activeSince = MonotonicClock.now() }
+            case .released: state.activeSince = nil
+            case .invalid, nil: break
+            }
+            // Under the lock, in order with an opening's end (`attach`).
+            if state.observer == nil { onUnclaimed(payload, retained) }
+            return (state.observer, echo)
+        }
+        if let report, let observer {
+            observer(report, echo)
+        }
+    }
+
+    /// The connection ended: the link is no longer ready, and an attempt that publishes
+    /// through it hears that it was lost.
+    private func disconnected(_ code: Int32) {
+        let (attempt, stopped, detail) = state.withLock { state -> (AttemptTicket?, Bool, String?) in
+            state.ready = false
+            state.connected = false
+            state.subscribeID = nil
+            return (state.attempt, state.stopped, state.lastError)
+        }
+        endBarriers(where: { _ in true })
+        guard code != 0, !stopped else { return }
+        let words = detail ?? MosquittoError.words(for: code)
+        logger.log(
+            level: troubleLevel,
+            "MQTT link lost; reconnecting",
+            metadata: ["broker": "\(broker)", "reason": "\(words)"]
+        )
+        attempt?.report(.lost("lost the connection to MQTT broker at \(broker) (\(words))"))
+    }
     /// Waits until every message the broker sent on this link before now has been
     /// handed on (to the attached opening, or as unclaimed): the broker answers a
     /// SUBSCRIBE after everything it wrote before it, and the library hands packets on
