@@ -14,7 +14,7 @@ private let stallingClient = """
     import json, os, signal, socket, sys, time
     path, pid, config, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
+    s.settimeout(15)  # a reply, not a timing: a loaded machine may take seconds
     s.connect(path)
     buffer = b""
     def line():

@@ -50,70 +50,21 @@ public final class ControlListener: Sendable {
     /// write permission on the socket. `banner` is what the daemon says of itself on
     /// every connection, first (`hello`).
     public static func open(path: String, banner: ControlDaemon) -> Result<Setup, ControlSocketError> {
-        var replacedStale = false
-        // Never through a link: a member of the group could exchange the name with a
-        // link to another daemon's socket between a check and a connect.
-        switch UnixStream.connectWithoutFollowing(path) {
-        case .missing:
-            break
-        case .notASocket(let kind):
-            return .failure(ControlSocketError(path: path, reason: "it is \(kind), not a socket; remove it"))
-        case .connected(let fd):
-            let peer = try? PeerCredentials.of(fd).get()
-            close(fd)
-            return .success(.occupied(peer))
-        case .failed(let error) where error.code == EAGAIN:
-            // Its queue is full: someone listens there.
-            return .success(.occupied(nil))
-        case .failed(let error) where error.code == ECONNREFUSED:
-            // Left by a daemon that was killed: the name only (a socket is never followed).
-            if unlink(path) != 0, errno != ENOENT {
-                return .failure(
-                    ControlSocketError(path: path, reason: "cannot remove the stale socket: \(SystemError("unlink"))")
-                )
-            }
-            replacedStale = true
-        case .failed(let error):
-            return .failure(
-                ControlSocketError(path: path, reason: "cannot tell whether a daemon answers there: \(error)")
-            )
+        let replacedStale: Bool
+        switch clearance(path) {
+        case .success(.free(let stale)): replacedStale = stale
+        case .success(.taken(let occupied)): return .success(occupied)
+        case .failure(let error): return .failure(error)
         }
-
         // Made before the socket, so that no removal after it goes unseen. Without inotify
         // (its limits reached) the listener still serves; a removed name then goes
         // unnoticed until the daemon restarts.
         let watch = try? FolderWatch(directory: folder(of: path), names: [name(of: path)])
-        guard var address = UnixStream.address(path) else {
-            return .failure(
-                ControlSocketError(path: path, reason: "the path is longer than a Unix socket's address allows")
-            )
-        }
         let fd: Int32
-        switch UnixStream.makeSocket() {
-        case .success(let made): fd = made
-        case .failure(let error): return .failure(ControlSocketError(path: path, reason: error.description))
-        }
-        // bind(2) creates the socket with the umask applied and there is no fchmod for
-        // it, and a chmod through the path could follow whatever a member of the group
-        // put there in between: the mode comes from the umask, set around bind only.
-        let previous = umask(0o117)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        let bindError = errno
-        umask(previous)
-        guard bound == 0 else {
-            close(fd)
-            if bindError == EADDRINUSE { return .success(.occupied(nil)) }
-            return .failure(ControlSocketError(path: path, reason: SystemError("bind", code: bindError).description))
-        }
-        guard listen(fd, 16) == 0 else {
-            let error = SystemError("listen")
-            close(fd)
-            unlink(path)
-            return .failure(ControlSocketError(path: path, reason: error.description))
+        switch bound(path) {
+        case .success(nil): return .success(.occupied(nil))
+        case .success(.some(let made)): fd = made
+        case .failure(let error): return .failure(error)
         }
         var boundInfo = stat()
         lstat(path, &boundInfo)
@@ -151,6 +102,79 @@ public final class ControlListener: Sendable {
             )
         }
         return .success(.listening(listener))
+    }
+
+    /// What is at the socket's name before listening there.
+    private enum Clearance {
+        /// Nothing answers: free to bind (a stale socket left by a killed daemon removed).
+        case free(replacedStale: Bool)
+        /// A daemon answers there.
+        case taken(Setup)
+    }
+
+    /// Never through a link: a member of the group could exchange the name with a link to
+    /// another daemon's socket between a check and a connect.
+    private static func clearance(_ path: String) -> Result<Clearance, ControlSocketError> {
+        switch UnixStream.connectWithoutFollowing(path) {
+        case .missing:
+            return .success(.free(replacedStale: false))
+        case .notASocket(let kind):
+            return .failure(ControlSocketError(path: path, reason: "it is \(kind), not a socket; remove it"))
+        case .connected(let fd):
+            let peer = try? PeerCredentials.of(fd).get()
+            close(fd)
+            return .success(.taken(.occupied(peer)))
+        case .failed(let error) where error.code == EAGAIN:
+            // Its queue is full: someone listens there.
+            return .success(.taken(.occupied(nil)))
+        case .failed(let error) where error.code == ECONNREFUSED:
+            // Left by a daemon that was killed: the name only (a socket is never followed).
+            if unlink(path) != 0, errno != ENOENT {
+                let reason = "cannot remove the stale socket: \(SystemError("unlink"))"
+                return .failure(ControlSocketError(path: path, reason: reason))
+            }
+            return .success(.free(replacedStale: true))
+        case .failed(let error):
+            let reason = "cannot tell whether a daemon answers there: \(error)"
+            return .failure(ControlSocketError(path: path, reason: reason))
+        }
+    }
+
+    /// The listening socket bound at `path`, mode 0660; nil when another took the name first.
+    private static func bound(_ path: String) -> Result<Int32?, ControlSocketError> {
+        guard var address = UnixStream.address(path) else {
+            return .failure(
+                ControlSocketError(path: path, reason: "the path is longer than a Unix socket's address allows")
+            )
+        }
+        let fd: Int32
+        switch UnixStream.makeSocket() {
+        case .success(let made): fd = made
+        case .failure(let error): return .failure(ControlSocketError(path: path, reason: error.description))
+        }
+        // bind(2) creates the socket with the umask applied and there is no fchmod for
+        // it, and a chmod through the path could follow whatever a member of the group
+        // put there in between: the mode comes from the umask, set around bind only.
+        let previous = umask(0o117)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        let bindError = errno
+        umask(previous)
+        guard bound == 0 else {
+            close(fd)
+            if bindError == EADDRINUSE { return .success(nil) }
+            return .failure(ControlSocketError(path: path, reason: SystemError("bind", code: bindError).description))
+        }
+        guard listen(fd, 16) == 0 else {
+            let error = SystemError("listen")
+            close(fd)
+            unlink(path)
+            return .failure(ControlSocketError(path: path, reason: error.description))
+        }
+        return .success(fd)
     }
 
     /// Stops accepting and removes the socket; requests already handed over go on.
@@ -212,56 +236,70 @@ public final class ControlListener: Sendable {
             if entries[1].revents != 0, socket.watch?.drain() == true, !stillNames(socket.path, socket.inode) {
                 return "it was removed or replaced"
             }
-            if pending.count < maximumPending, entries[2].revents != 0 {
-                // accept4 is hidden behind _GNU_SOURCE; the listener is non-blocking and
-                // close-on-exec, and the accepted descriptor is made so at once.
-                let fd = accept(listening, nil, nil)
-                if fd >= 0 {
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                    switch PeerCredentials.of(fd) {
-                    case .success(let peer) where UnixStream.send(fd, line: hello):
-                        // The client sends nothing before it has checked this line.
-                        pending[fd] = Pending(
-                            reader: LineReader(fd: fd, limit: ControlRequest.maximumLength),
-                            peer: peer,
-                            deadline: MonotonicClock.now() + requestTimeout
-                        )
-                    case .success, .failure:
-                        close(fd)
-                    }
-                }
+            if pending.count < maximumPending, entries[2].revents != 0, let (fd, entry) = accepted(listening, hello) {
+                pending[fd] = entry
             }
             // Each pending connection: its line, its end, or its time up.
             for fd in order {
-                guard var entry = pending[fd] else { continue }
-                let now = MonotonicClock.now()
-                let request: Result<ControlRequest, ControlRequestProblem>?
-                switch entry.reader.next(until: now) {
-                case .line(let line):
-                    request = ControlRequest.parse(line)
-                case .tooLong:
-                    request = .failure(.tooLong(limit: ControlRequest.maximumLength))
-                case .failed:
-                    request = nil
-                    entry.deadline = now
-                case .ended(let rest):
-                    request = rest.isEmpty ? nil : ControlRequest.parse(rest)
-                    entry.deadline = now
-                case .timedOut:
-                    request = now >= entry.deadline ? .failure(.incomplete) : nil
-                }
-                if let request {
-                    pending[fd] = nil
-                    continuation.yield(ControlConnection(fd: fd, peer: entry.peer, request: request))
-                } else if entry.deadline <= now {
-                    // Gone without a request, or unreadable: nothing to answer.
-                    pending[fd] = nil
-                    close(fd)
-                } else {
-                    pending[fd] = entry
-                }
+                guard let entry = pending[fd] else { continue }
+                pending[fd] = read(fd, entry, into: continuation)
             }
         }
+    }
+
+    /// One connection taken off the queue, greeted with `hello`; nil when it went away or
+    /// its peer cannot be known.
+    private static func accepted(_ listening: Int32, _ hello: String) -> (Int32, Pending)? {
+        // accept4 is hidden behind _GNU_SOURCE; the listener is non-blocking and
+        // close-on-exec, and the accepted descriptor is made so at once.
+        let fd = accept(listening, nil, nil)
+        guard fd >= 0 else { return nil }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        switch PeerCredentials.of(fd) {
+        case .success(let peer) where UnixStream.send(fd, line: hello):
+            // The client sends nothing before it has checked this line.
+            let reader = LineReader(fd: fd, limit: ControlRequest.maximumLength)
+            return (fd, Pending(reader: reader, peer: peer, deadline: MonotonicClock.now() + requestTimeout))
+        case .success, .failure:
+            close(fd)
+            return nil
+        }
+    }
+
+    /// What a pending connection sent so far: its request handed on (nil), its end or its
+    /// time up (closed, nil), or still waiting (the entry to keep).
+    private static func read(
+        _ fd: Int32,
+        _ pending: Pending,
+        into continuation: AsyncStream<ControlConnection>.Continuation
+    ) -> Pending? {
+        var entry = pending
+        let now = MonotonicClock.now()
+        let request: Result<ControlRequest, ControlRequestProblem>?
+        switch entry.reader.next(until: now) {
+        case .line(let line):
+            request = ControlRequest.parse(line)
+        case .tooLong:
+            request = .failure(.tooLong(limit: ControlRequest.maximumLength))
+        case .failed:
+            request = nil
+            entry.deadline = now
+        case .ended(let rest):
+            request = rest.isEmpty ? nil : ControlRequest.parse(rest)
+            entry.deadline = now
+        case .timedOut:
+            request = now >= entry.deadline ? .failure(.incomplete) : nil
+        }
+        if let request {
+            continuation.yield(ControlConnection(fd: fd, peer: entry.peer, request: request))
+            return nil
+        }
+        if entry.deadline <= now {
+            // Gone without a request, or unreadable: nothing to answer.
+            close(fd)
+            return nil
+        }
+        return entry
     }
 }
