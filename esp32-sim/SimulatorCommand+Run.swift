@@ -28,43 +28,11 @@ extension SimulatorCommand {
 
         // validate() has already accepted the faults and the --udp text.
         let faults = try Faults(fault)
-        let firmware: Firmware
-        if protocolVersion == 2 {
-            let device = try makeDeviceV2(faults: faults, triggerLog: triggerLog, logger: logger)
-            logger.info("protocol 2: \(device.bootLine)")
-            firmware = .v2(device)
-        } else {
-            if let name = ProvisionedKey.variablesSet().first {
-                logger.warning("$\(name) is set but --protocol is 1: keys are ignored")
-            }
-            firmware = .v1(
-                Relay(hold: .milliseconds(holdMilliseconds), faults: faults, triggerLog: triggerLog, logger: logger)
-            )
-        }
-
+        let firmware = try makeFirmware(faults: faults, triggerLog: triggerLog, logger: logger)
         // Bound first, so that a port in use fails before any broker is bothered; the
         // receive thread starts only once MQTT is up, so that no UDP-triggered status
         // report is published before the device is connected.
-        var udpTransport: UDPTransport?
-        if faults.isOff(.udp) {
-            logger.info("udp off (fault udp-off): nothing listens on \(udp)")
-        } else {
-            do {
-                let transport = try UDPTransport(
-                    bindingTo: SocketAddress(endpoint: udp)!,
-                    firmware: firmware,
-                    logger: logger
-                )
-                logger.info("listening on udp \(transport.localAddress)")
-                if case .v2(let device) = firmware {
-                    device.attach { bytes, peer, what in transport.send(bytes, to: peer, what: what) }
-                }
-                udpTransport = transport
-            } catch {
-                logger.error("cannot listen on udp \(udp): \(error)")
-                throw ExitCode.failure
-            }
-        }
+        let udpTransport = try bindUDP(faults: faults, firmware: firmware, logger: logger)
 
         var mqttTransport: MQTTTransport?
         if let settings = mqttSettings(faults: faults) {
@@ -113,6 +81,42 @@ extension SimulatorCommand {
         }
         if held {
             logger.info("relay was held; its release is not reported")
+        }
+    }
+
+    /// The device's firmware: v1's relay, or protocol 2's device with its keys.
+    private func makeFirmware(faults: Faults, triggerLog: TriggerLog?, logger: Logger) throws -> Firmware {
+        if protocolVersion == 2 {
+            let device = try makeDeviceV2(faults: faults, triggerLog: triggerLog, logger: logger)
+            logger.info("protocol 2: \(device.bootLine)")
+            return .v2(device)
+        }
+        if let name = ProvisionedKey.variablesSet().first {
+            logger.warning("$\(name) is set but --protocol is 1: keys are ignored")
+        }
+        return .v1(Relay(hold: .milliseconds(holdMilliseconds), faults: faults, triggerLog: triggerLog, logger: logger))
+    }
+
+    /// The UDP socket, bound but not yet receiving; nil under the fault udp-off.
+    private func bindUDP(faults: Faults, firmware: Firmware, logger: Logger) throws -> UDPTransport? {
+        if faults.isOff(.udp) {
+            logger.info("udp off (fault udp-off): nothing listens on \(udp)")
+            return nil
+        }
+        do {
+            let transport = try UDPTransport(
+                bindingTo: SocketAddress(endpoint: udp)!,
+                firmware: firmware,
+                logger: logger
+            )
+            logger.info("listening on udp \(transport.localAddress)")
+            if case .v2(let device) = firmware {
+                device.attach { bytes, peer, what in transport.send(bytes, to: peer, what: what) }
+            }
+            return transport
+        } catch {
+            logger.error("cannot listen on udp \(udp): \(error)")
+            throw ExitCode.failure
         }
     }
 
