@@ -391,15 +391,15 @@ public struct V2OpeningMachine: Sendable {
 
     private mutating func finishFailed(error: GateKeeperError, adapter: AdapterKind?, now: MonotonicInstant) -> [Action]
     {
-        let resetAt = now + resetDelay
-        let shown: GateState = error == .operationTimeout ? .timeout : .error
-        phase = .resetting(resetAt: resetAt, shown: shown)
-        let result = OpeningResult(
+        let end = FailedOpening(
             error: error,
             adapter: adapter,
-            duration: now.duration(since: startedAt),
+            startedAt: startedAt,
+            now: now,
+            resetDelay: resetDelay,
             attempts: attempts
         )
-        return [.stateChanged(shown, adapter: adapter), .finished(result, resetAt: resetAt)]
+        phase = .resetting(resetAt: end.resetAt, shown: end.shown)
+        return [.stateChanged(end.shown, adapter: adapter), .finished(end.result, resetAt: end.resetAt)]
     }
 }
