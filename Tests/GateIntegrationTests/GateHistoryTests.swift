@@ -65,4 +65,24 @@ struct GateHistoryTests {
         )
         #expect(entries.map { $0["error"] as? String } == ["operationTimeout", "allAdaptersFailed", nil])
     }
+
+    @Test("A line's time minus its duration is when the opening began, however slow the disk (fsync 400 ms)")
+    func durationEndsAtTheLinesTime() throws {
+        let sim = try Simulator(["--hold-ms", "100"])
+        let config = try TestConfig.udp(host: "127.0.0.1", port: sim.udpPort)
+        let shim = try SlowDiskShim(fsyncMilliseconds: 400)
+        let environment = GateRunner.isolatedEnvironment()
+        var slow = environment
+        slow["LD_PRELOAD"] = shim.path
+        let started = Date()
+        let run = try GateRunner.run(["open", "--direct", "--config", config.path], environment: slow)
+        #expect(run.status == 0, "\(run.summary)")
+        let entry = try #require(try DaemonFiles.history(environment: environment).last)
+        let at = try #require((entry["at"] as? String).flatMap { try? Date($0, strategy: .iso8601) })
+        let duration = try #require(entry["duration_ms"] as? Int)
+        let began = at.addingTimeInterval(-Double(duration) / 1000)
+        // The line's time is read before the last status file's fsync; its duration was
+        // read after it, so the opening seemed to begin 400 ms before the process started.
+        #expect(began >= started.addingTimeInterval(-0.005), "\(entry), started \(started)")
+    }
 }

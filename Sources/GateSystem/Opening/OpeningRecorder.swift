@@ -177,6 +177,9 @@ public final class OpeningRecorder: Sendable {
         cooldownFrom: MonotonicInstant? = nil
     ) {
         let nowNs = WallClock.nowNanoseconds()
+        // Read with the line's time, before the status file's write: the line's time minus
+        // its duration is when the opening began, however long the fsync takes.
+        let lasted = max(result.duration, MonotonicClock.now().duration(since: began))
         let now = WallClock.iso8601(nanoseconds: nowNs)
         let last = StatusRecord.Last(result: result, finishedAt: now, source: source)
         let record: StatusRecord
@@ -213,7 +216,7 @@ public final class OpeningRecorder: Sendable {
             adapter: result.adapter?.rawValue,
             outcome: result.outcome.rawValue,
             error: result.error?.rawValue,
-            durationMs: max(result.duration, MonotonicClock.now().duration(since: began)).milliseconds
+            durationMs: lasted.milliseconds
         )
         if history, let failure = HistoryLog.append(entry, to: paths.historyFile) {
             logger.warning("cannot write the history", metadata: ["error": "\(failure)"])
