@@ -30,3 +30,19 @@ public struct OpeningResult: Sendable, Hashable {
     public var outcome: OpeningOutcome { error?.outcome ?? .success }
     public var exitCode: Int32 { error?.exitCode ?? ExitStatus.success }
 }
+
+extension OpeningResult {
+    /// What an opening whose machine stopped without a result reports: unreachable by
+    /// construction (every path of a machine runs an adapter or finishes), said rather
+    /// than trapped on an appliance. 124 once a recorded trigger left, 69 only when none did.
+    public static func undecided(attempts: [AttemptRecord], duration: Duration) -> OpeningResult {
+        let sent = attempts.last(where: \.triggerSent)
+        return OpeningResult(
+            error: sent == nil ? .allAdaptersFailed : .operationTimeout,
+            adapter: sent?.adapter,
+            duration: duration,
+            attempts: attempts,
+            explanation: "internal error: the opening stopped without a result"
+        )
+    }
+}

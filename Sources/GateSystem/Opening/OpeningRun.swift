@@ -91,21 +91,16 @@ struct OpeningRun {
         }
     }
 
-    /// Unreachable by construction: every path of the machine either runs an adapter or
-    /// finishes. Reported rather than trapped on an appliance.
+    /// The machine stopped without a result (`OpeningResult.undecided`).
     func undecided(
         _ machine: OpeningMachine,
         since openingStart: MonotonicInstant
     ) -> (result: OpeningResult, resetAfter: Duration?) {
         logger.error("opening stopped without a result")
-        let result = OpeningResult(
-            error: .allAdaptersFailed,
-            adapter: nil,
-            duration: pipeline.clock.now().duration(since: openingStart),
-            attempts: machine.attempts,
-            explanation: "internal error: the opening stopped without a result"
+        let duration = pipeline.clock.now().duration(since: openingStart)
+        return (
+            .undecided(attempts: machine.attempts, duration: duration), .seconds(fromConfig: config.runtime.resetDelay)
         )
-        return (result, .seconds(fromConfig: config.runtime.resetDelay))
     }
 
     /// The loop's own state: the attempt that runs, the number that tells its late inputs

@@ -32,6 +32,7 @@ struct V2OpeningRun {
         onAttempt: (AdapterKind) -> Void
     ) async -> (result: OpeningResult, resetAfter: Duration?) {
         let clock = pipeline.clock
+        let openingStart = clock.now()
         let recorder = self.recorder
         let permit = TriggerPermit(
             clock: clock,
@@ -76,27 +77,25 @@ struct V2OpeningRun {
             guard let input = await iterator.next() else {
                 // Cancelled (the daemon stopping): the permit closes first; what left decides.
                 pending = machine.handle(.stopped(frameSent: loop.stop(), at: clock.now()))
-                if pending.isEmpty { return Self.undecided(machine, config: config) }
+                if pending.isEmpty { return undecided(machine, since: openingStart) }
                 continue
             }
             pending = await loop.feed(input, machine: &machine)
         }
     }
 
-    /// Unreachable by construction (a stopped machine always finishes); reported rather
-    /// than looping on an ended stream.
-    static func undecided(
+    /// The machine stopped without a result (`OpeningResult.undecided`).
+    func undecided(
         _ machine: V2OpeningMachine,
-        config: GateConfig
-    ) -> (result: OpeningResult, resetAfter: Duration?) {
-        let result = OpeningResult(
-            error: .allAdaptersFailed,
-            adapter: nil,
-            duration: .zero,
-            attempts: machine.attempts,
-            explanation: "internal error: the opening stopped without a result"
+        since openingStart: MonotonicInstant
+    ) -> (
+        result: OpeningResult, resetAfter: Duration?
+    ) {
+        logger.error("opening stopped without a result")
+        let duration = pipeline.clock.now().duration(since: openingStart)
+        return (
+            .undecided(attempts: machine.attempts, duration: duration), .seconds(fromConfig: config.runtime.resetDelay)
         )
-        return (result, .seconds(fromConfig: config.runtime.resetDelay))
     }
 
     /// The loop's own state: the step that runs, and the numbers that tell late inputs of
