@@ -111,67 +111,48 @@ extension ConfigValidator {
             )
             valid = false
         }
-        var prefix = HomeAssistantConfig.defaultDiscoveryPrefix
-        switch string(.homeassistant, "discovery_prefix") {
-        case .found(let text, let line):
-            if text.isEmpty {
-                report(
-                    "homeassistant.discovery_prefix",
-                    line: line,
-                    "must not be empty; Home Assistant's default is \"homeassistant\""
-                )
-                valid = false
-            } else if text.unicodeScalars.contains(where: Self.isControl) {
-                report("homeassistant.discovery_prefix", line: line, "must not contain control characters")
-                valid = false
-            } else if text.contains("+") || text.contains("#") {
-                report("homeassistant.discovery_prefix", line: line, "must not contain wildcards (`+` or `#`)")
-                valid = false
-            } else if text.hasPrefix("/") || text.hasSuffix("/") || text.utf8.count > 1000 {
-                report(
-                    "homeassistant.discovery_prefix",
-                    line: line,
+        let prefix = checkedString(.homeassistant, "discovery_prefix") { text in
+            if text.isEmpty { return "must not be empty; Home Assistant's default is \"homeassistant\"" }
+            if text.unicodeScalars.contains(where: Self.isControl) { return "must not contain control characters" }
+            if text.contains("+") || text.contains("#") { return "must not contain wildcards (`+` or `#`)" }
+            if text.hasPrefix("/") || text.hasSuffix("/") || text.utf8.count > 1000 {
+                return
                     "must not begin or end with `/` (and stay under 1000 bytes); Home Assistant's default is \"homeassistant\""
-                )
-                valid = false
-            } else {
-                prefix = text
             }
-        case .invalid: valid = false
-        case .absent: break
+            return nil
         }
-        var nodeID = HomeAssistantConfig.defaultNodeID
-        switch string(.homeassistant, "node_id") {
-        case .found(let text, let line):
-            if text.isEmpty || text.utf8.count > 64 || !text.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) }) {
-                report(
-                    "homeassistant.node_id",
-                    line: line,
-                    "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics"
-                )
-                valid = false
-            } else {
-                nodeID = text
+        let nodeID = checkedString(.homeassistant, "node_id") { text in
+            guard text.isEmpty || text.utf8.count > 64 || !text.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) })
+            else { return nil }
+            return
+                "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics"
+        }
+        let name = checkedString(.homeassistant, "name") { text in
+            if text.trimmingSpaces.isEmpty { return "must not be empty; it is the device's name in Home Assistant" }
+            if text.unicodeScalars.contains(where: Self.isControl) || text.utf8.count > 200 {
+                return "must be at most 200 bytes without control characters"
             }
-        case .invalid: valid = false
-        case .absent: break
+            return nil
         }
-        var name = HomeAssistantConfig.defaultName
-        switch string(.homeassistant, "name") {
-        case .found(let text, let line):
-            if text.trimmingSpaces.isEmpty {
-                report("homeassistant.name", line: line, "must not be empty; it is the device's name in Home Assistant")
-                valid = false
-            } else if text.unicodeScalars.contains(where: Self.isControl) || text.utf8.count > 200 {
-                report("homeassistant.name", line: line, "must be at most 200 bytes without control characters")
-                valid = false
-            } else {
-                name = text
-            }
-        case .invalid: valid = false
-        case .absent: break
-        }
-        return valid ? HomeAssistantConfig(discoveryPrefix: prefix, nodeID: nodeID, name: name) : nil
+        guard valid, !prefix.isInvalid, !nodeID.isInvalid, !name.isInvalid else { return nil }
+        return HomeAssistantConfig(
+            discoveryPrefix: prefix.or(HomeAssistantConfig.defaultDiscoveryPrefix),
+            nodeID: nodeID.or(HomeAssistantConfig.defaultNodeID),
+            name: name.or(HomeAssistantConfig.defaultName)
+        )
+    }
+
+    /// A string key, reported with `problem`'s words (nil when the text is fine) and then
+    /// invalid.
+    mutating func checkedString(
+        _ table: ConfigTable,
+        _ key: String,
+        _ problem: (String) -> String?
+    ) -> ConfigLookup<String> {
+        let found = string(table, key)
+        guard case .found(let text, let line) = found, let words = problem(text) else { return found }
+        report("\(table.rawValue).\(key)", line: line, words)
+        return .invalid
     }
 
     /// `[notify]` (docs/CONTRACT.md#desktop): the table's presence turns notifications on.
