@@ -24,6 +24,9 @@ struct ConfigService: Service, CustomStringConvertible {
         case fileChanged
         /// A missing configuration folder is looked for again.
         case rearm
+        /// The service runs again after a failure: an edit made while it was down came
+        /// with no event to a watch.
+        case restart
     }
 
     func run() async {
@@ -35,6 +38,9 @@ struct ConfigService: Service, CustomStringConvertible {
         var watches = Watches(inputs: continuation)
         await withDiscardingTaskGroup { children in
             watches.rearm(for: context.configPath, logger: context.logger, children: &children)
+            // Read once now on a restart, quiet when the file is unchanged (a first run's
+            // configuration was read by the daemon's start just before).
+            if SupervisedService.isRestart { reload(because: .restart) }
             for await trigger in merge(hangups, own).cancelOnGracefulShutdown() {
                 if case .fileChanged = trigger {
                     try? await Task.sleep(for: Self.settle)
@@ -145,7 +151,12 @@ struct ConfigService: Service, CustomStringConvertible {
     private func reload(because trigger: Trigger) {
         let logger = context.logger
         let old = context.config
-        let why = trigger == .hangup ? "SIGHUP" : "file changed"  // .rearm: the file's folder came back
+        let why: String
+        switch trigger {
+        case .hangup: why = "SIGHUP"
+        case .fileChanged, .rearm: why = "file changed"  // .rearm: the file's folder came back
+        case .restart: why = "restart"
+        }
         switch ConfigLocator(explicitPath: context.configPath).load() {
         case .failure(let error):
             // A file event for a file that reads the same is not worth a word; a broken

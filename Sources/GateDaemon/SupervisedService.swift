@@ -13,6 +13,10 @@ struct SupervisedService: Service, CustomStringConvertible {
 
     var description: String { service.description }
 
+    /// Whether the service's run is a restart: what happened while it was down went
+    /// unseen by it (the config-reload service then reads the file once).
+    @TaskLocal static var isRestart = false
+
     func run() async {
         var backoff = RestartBackoff()
         var firstRun = true
@@ -47,7 +51,7 @@ struct SupervisedService: Service, CustomStringConvertible {
             if first, TestFault.stops(description) {
                 return try await runUntilTestStop()
             }
-            try await service.run()
+            try await Self.$isRestart.withValue(!first) { try await service.run() }
             return "it returned by itself"
         } catch {
             return "\(error)"

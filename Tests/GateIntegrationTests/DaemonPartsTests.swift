@@ -212,5 +212,33 @@ extension DaemonTests {
             #expect(daemon.isRunning, "\(daemon.log)")
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
+
+        /// While the config-reload service waits to run again, nothing watches the file: an
+        /// edit then made no event, and the daemon ran the old configuration until the next.
+        @Test("An edit made while the config-reload service was down is read when it runs again")
+        func editDuringRestartIsRead() throws {
+            let first = try Simulator(["--hold-ms", "100"])
+            let second = try Simulator(["--hold-ms", "100"])
+            // Edited through a hard link in another folder: no event reaches the daemon.
+            let config = try HardLinkedDaemonConfig(daemonConfigText(udpPort: first.udpPort, cooldown: 0))
+            let daemon = try DaemonProcess(
+                config: config.path,
+                environment: GateRunner.isolatedEnvironment(["GATE_TEST_STOP": "config-reload"])
+            )
+            try daemon.waitForReady()
+            #expect(daemon.waitForLog("the config-reload service stopped"), "\(daemon.log)")
+            try config.replace(daemonConfigText(udpPort: second.udpPort, cooldown: 0))
+            #expect(daemon.waitForLog("the config-reload service runs again"), "\(daemon.log)")
+            #expect(
+                daemon.waitForLog("configuration reloaded; changed: udp.port ", "trigger=restart"),
+                "\(daemon.log)"
+            )
+            daemon.waitForSettling()
+            let press = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+            #expect(try second.activations().count == 1, "the press goes to the edited port")
+            #expect(try first.activations().isEmpty)
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
     }
 }
