@@ -47,6 +47,35 @@ private let stallingClient = """
         print("reply", got, flush=True)
     """
 
+/// Leaves the daemon no descriptor to accept with (its RLIMIT_NOFILE set to its lowest
+/// free descriptor), connects, and prints the CPU the daemon used in the next 2 s; then
+/// gives the descriptors back and prints the line the daemon says first (`hello`).
+private let descriptorStarver = """
+    import json, os, resource, socket, sys, time
+    path, pid = sys.argv[1], int(sys.argv[2])
+    used = {int(name) for name in os.listdir(f"/proc/{pid}/fd")}
+    lowest = next(n for n in range(len(used) + 1) if n not in used)
+    saved = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest, saved[1]))
+    def cpu():
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(15)
+    s.connect(path)
+    before = cpu()
+    time.sleep(2)
+    ticks = cpu() - before
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, saved)
+    buffer = b""
+    while b"\\n" not in buffer:
+        data = s.recv(65536)
+        if not data:
+            break
+        buffer += data
+    print(json.dumps({"ticks": ticks, "hz": os.sysconf("SC_CLK_TCK"), "first": buffer.decode(errors="replace")}))
+    """
+
 /// A root-owned listening socket that is not gate's daemon (journald's stdout socket,
 /// say): mode 0666, it accepts, then says nothing (`silent`), writes junk (`junk`), or
 /// a gate banner for the right runtime folder with a pid that is not its own (`forged`);
@@ -230,6 +259,38 @@ extension DaemonTests {
             #expect(!client.stdout.contains(#""reply":"accepted""#), "\(client.stdout)")
             #expect(daemon.logLines(containing: "opening declined", "expired").count == 1, "\(daemon.log)")
             #expect(try sim.activations().isEmpty, "nothing was started for the expired request")
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
+
+        @Test(
+            "Out of descriptors, the listener leaves its queue alone instead of spinning; it greets the client once it can"
+        )
+        func outOfDescriptorsDoesNotSpin() throws {
+            let sim = try Simulator(["--hold-ms", "100"])
+            let config = try TestConfig(daemonConfigText(udpPort: sim.udpPort, cooldown: 0))
+            let environment = GateRunner.isolatedEnvironment()
+            let socket = environment["GATE_RUNTIME_DIR"]! + "/control.sock"
+            let daemon = try DaemonProcess(config: config.path, environment: environment, buttonFIFO: false)
+            try daemon.waitForReady()
+            daemon.waitForSettling()
+
+            let run = try MosquittoBroker.runTool(
+                "/usr/bin/python3",
+                ["-c", descriptorStarver, socket, String(daemon.pid)],
+                timeout: .seconds(30)
+            )
+            #expect(run.status == 0, "\(run.summary)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+                "\(run.summary)"
+            )
+            let ticks = try #require(report["ticks"] as? Int)
+            let hz = try #require(report["hz"] as? Int)
+            // A busy loop takes a whole core: 2 s of CPU in these 2 s. Waking ten times a
+            // second to try again takes a few milliseconds.
+            #expect(Double(ticks) / Double(hz) < 0.5, "the daemon used \(ticks) ticks of CPU in 2 s\n\(daemon.log)")
+            #expect((report["first"] as? String)?.contains(#""reply":"hello""#) == true, "\(report)")
+            #expect(daemon.isRunning, "\(daemon.log)")
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 

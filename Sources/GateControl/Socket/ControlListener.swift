@@ -220,24 +220,33 @@ public final class ControlListener: Sendable {
                 close(fd)
             }
         }
+        // Out of descriptors, a queued connection cannot be taken and keeps the listener
+        // readable: it is left in the queue a while instead of polled in a busy loop.
+        var pausedUntil: MonotonicInstant?
         while true {
             var entries = [
                 pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: socket.watch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
             ]
-            if pending.count < maximumPending {
+            if let until = pausedUntil, MonotonicClock.now() >= until { pausedUntil = nil }
+            let accepting = pending.count < maximumPending && pausedUntil == nil
+            if accepting {
                 entries.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
             }
             let order = Array(pending.keys)
             entries += order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let soonest = pending.values.map(\.deadline).min()
+            let soonest = (pending.values.map(\.deadline) + [pausedUntil].compactMap { $0 }).min()
             guard case .success = Poll.wait(&entries, until: soonest?.nanoseconds) else { return nil }
             if entries[0].revents != 0 { return nil }
             if entries[1].revents != 0, socket.watch?.drain() == true, !stillNames(socket.path, socket.inode) {
                 return "it was removed or replaced"
             }
-            if pending.count < maximumPending, entries[2].revents != 0, let (fd, entry) = accepted(listening, hello) {
-                pending[fd] = entry
+            if accepting, entries[2].revents != 0 {
+                switch accepted(listening, hello) {
+                case .connection(let fd, let entry): pending[fd] = entry
+                case .none: break
+                case .outOfDescriptors: pausedUntil = MonotonicClock.now() + acceptPause
+                }
             }
             // Each pending connection: its line, its end, or its time up.
             for fd in order {
@@ -247,23 +256,34 @@ public final class ControlListener: Sendable {
         }
     }
 
-    /// One connection taken off the queue, greeted with `hello`; nil when it went away or
-    /// its peer cannot be known.
-    private static func accepted(_ listening: Int32, _ hello: String) -> (Int32, Pending)? {
+    /// What taking one connection off the queue gave.
+    private enum Accepted {
+        /// A connection greeted with `hello`, waiting for its request.
+        case connection(Int32, Pending)
+        /// None: it went away, its peer cannot be known, or another error.
+        case none
+        /// The process or the system has no descriptor left (EMFILE, ENFILE).
+        case outOfDescriptors
+    }
+
+    /// How long the queue is left alone when no descriptor is left to accept with.
+    static let acceptPause = Duration.milliseconds(100)
+
+    private static func accepted(_ listening: Int32, _ hello: String) -> Accepted {
         // accept4 is hidden behind _GNU_SOURCE; the listener is non-blocking and
         // close-on-exec, and the accepted descriptor is made so at once.
         let fd = accept(listening, nil, nil)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return errno == EMFILE || errno == ENFILE ? .outOfDescriptors : .none }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         switch PeerCredentials.of(fd) {
         case .success(let peer) where UnixStream.send(fd, line: hello):
             // The client sends nothing before it has checked this line.
             let reader = LineReader(fd: fd, limit: ControlRequest.maximumLength)
-            return (fd, Pending(reader: reader, peer: peer, deadline: MonotonicClock.now() + requestTimeout))
+            return .connection(fd, Pending(reader: reader, peer: peer, deadline: MonotonicClock.now() + requestTimeout))
         case .success, .failure:
             close(fd)
-            return nil
+            return .none
         }
     }
 
