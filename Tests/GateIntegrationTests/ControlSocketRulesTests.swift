@@ -31,6 +31,14 @@ private let stallingClient = """
         return first.decode()
     print("banner", line(), flush=True)
     os.kill(pid, signal.SIGSTOP)
+    # The stop reaches the daemon's threads one after another: one of them, woken by the
+    # signal, stops the rest. On a loaded machine the listener read a request sent at once.
+    def stopped():
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return all(open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0] == "T" for t in tasks)
+    deadline = time.monotonic() + 5
+    while not stopped() and time.monotonic() < deadline:
+        time.sleep(0.001)
     request = {"request": "open", "source": "cli", "via": "auto", "force": False, "config": config,
                "sent_monotonic_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC)}
     s.sendall((json.dumps(request) + "\\n").encode())
