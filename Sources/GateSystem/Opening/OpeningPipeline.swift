@@ -170,6 +170,18 @@ public struct OpeningPipeline: Sendable {
         }
     }
 
+    /// A machine stopped without a result (`OpeningResult.undecided`), v1's or v2's.
+    func undecided(
+        attempts: [AttemptRecord],
+        since openingStart: MonotonicInstant,
+        config: GateConfig,
+        logger: Logger
+    ) -> (result: OpeningResult, resetAfter: Duration?) {
+        logger.error("opening stopped without a result")
+        let duration = clock.now().duration(since: openingStart)
+        return (.undecided(attempts: attempts, duration: duration), .seconds(fromConfig: config.runtime.resetDelay))
+    }
+
     /// A relay cycle someone else caused, seen on the status topic (the daemon's
     /// link): recorded as an opening with source `elsewhere` under the same lock,
     /// status file and history. Holding the returned recorder holds the lock.

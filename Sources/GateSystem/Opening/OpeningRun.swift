@@ -54,7 +54,12 @@ struct OpeningRun {
                 }
             }
             guard let running = loop.running else {
-                return undecided(machine, since: openingStart)
+                return pipeline.undecided(
+                    attempts: machine.attempts,
+                    since: openingStart,
+                    config: config,
+                    logger: logger
+                )
             }
             guard let input = await iterator.next() else {
                 // Cancelled (the daemon stopping): the permit closes first, so nothing more
@@ -89,18 +94,6 @@ struct OpeningRun {
                 metadata: ["adapter": "\(skipped.adapter)", "reason": "\(skipped.reason?.description ?? "")"]
             )
         }
-    }
-
-    /// The machine stopped without a result (`OpeningResult.undecided`).
-    func undecided(
-        _ machine: OpeningMachine,
-        since openingStart: MonotonicInstant
-    ) -> (result: OpeningResult, resetAfter: Duration?) {
-        logger.error("opening stopped without a result")
-        let duration = pipeline.clock.now().duration(since: openingStart)
-        return (
-            .undecided(attempts: machine.attempts, duration: duration), .seconds(fromConfig: config.runtime.resetDelay)
-        )
     }
 
     /// The loop's own state: the attempt that runs, the number that tells its late inputs

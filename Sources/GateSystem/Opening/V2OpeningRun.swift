@@ -77,25 +77,18 @@ struct V2OpeningRun {
             guard let input = await iterator.next() else {
                 // Cancelled (the daemon stopping): the permit closes first; what left decides.
                 pending = machine.handle(.stopped(frameSent: loop.stop(), at: clock.now()))
-                if pending.isEmpty { return undecided(machine, since: openingStart) }
+                if pending.isEmpty {
+                    return pipeline.undecided(
+                        attempts: machine.attempts,
+                        since: openingStart,
+                        config: config,
+                        logger: logger
+                    )
+                }
                 continue
             }
             pending = await loop.feed(input, machine: &machine)
         }
-    }
-
-    /// The machine stopped without a result (`OpeningResult.undecided`).
-    func undecided(
-        _ machine: V2OpeningMachine,
-        since openingStart: MonotonicInstant
-    ) -> (
-        result: OpeningResult, resetAfter: Duration?
-    ) {
-        logger.error("opening stopped without a result")
-        let duration = pipeline.clock.now().duration(since: openingStart)
-        return (
-            .undecided(attempts: machine.attempts, duration: duration), .seconds(fromConfig: config.runtime.resetDelay)
-        )
     }
 
     /// The loop's own state: the step that runs, and the numbers that tell late inputs of
