@@ -5,7 +5,7 @@
 public func fuzzLockFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     // What OpeningLock reads: the first 1024 bytes.
     let bytes = Array(UnsafeBufferPointer(start: data, count: min(count, 1024)))
-    guard let value = JSONValue.parse(bytes), let record = LockRecord(json: value) else { return 0 }
+    guard let record = LockRecord(json: bytes) else { return 0 }
     if let source = record.source, !SafeText.isLabel(source) {
         fatalError("a hostile source was kept: \(source.debugDescription)")
     }
@@ -18,7 +18,7 @@ public func fuzzLockFile(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     if message.unicodeScalars.contains(where: SafeText.isUnsafe) {
         fatalError("unsafe text in \(message.debugDescription)")
     }
-    guard let again = JSONValue.parse(Array(record.json.serialized().utf8)).flatMap(LockRecord.init(json:)),
+    guard let again = LockRecord(json: Array(record.json.serialized().utf8)),
         again == record
     else {
         fatalError("a lock record changed on a round trip: \(record)")

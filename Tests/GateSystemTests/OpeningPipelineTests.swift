@@ -321,7 +321,7 @@ struct OpeningPipelineTests {
         #expect(first.error == nil, "\(first.message)")
         let seen = try #require(atTheSend.withLock { $0 }, "the send never ran")
         let record = try #require(
-            seen.text.flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap(LockRecord.init(json:)),
+            seen.text.flatMap { LockRecord(json: Array($0.utf8)) },
             "no lock record while the trigger left: \(seen.text ?? "nil")"
         )
         #expect(

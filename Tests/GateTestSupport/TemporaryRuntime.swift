@@ -23,7 +23,7 @@ public final class TemporaryRuntime: Sendable {
 
     /// What the lock file says now (nil when it is missing or unreadable).
     public var lockRecord: LockRecord? {
-        lockFileText.flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap(LockRecord.init(json:))
+        lockFileText.flatMap { LockRecord(json: Array($0.utf8)) }
     }
 
     /// The lock file's bytes, as text.

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import GateCore
 
 /// One line from the daemon.
@@ -51,43 +52,40 @@ public enum ControlReply: Sendable, Hashable {
 
     /// The reply on one line, or nil when it is not one this client knows.
     public static func parse(_ line: [UInt8]) -> ControlReply? {
-        guard let value = JSONValue.parse(line), let kind = try? value.requiredString("reply") else { return nil }
-        switch kind {
-        case "hello":
-            guard (try? value.requiredString("program")) == program else { return nil }
-            return daemon(value).map(ControlReply.hello)
-        case "declined":
-            return (try? value.requiredString("reason")).map(ControlReply.declined)
-        case "accepted":
-            return .accepted
-        case "state":
-            guard let state = (try? value.requiredString("state")).flatMap(GateState.init(rawValue:)) else {
-                return nil
-            }
-            switch value["adapter"] {
-            case nil, .null?: return .state(state, nil)
-            case .string(let text)?: return AdapterKind(rawValue: text).map { .state(state, $0) }
-            case .bool?, .int?, .array?, .object?: return nil
-            }
-        case "result":
-            return value["result"].flatMap(OpeningResult.init(reply:)).map(ControlReply.result)
-        case "who":
-            return daemon(value).map(ControlReply.who)
-        case "error":
-            return (try? value.requiredString("error")).map(ControlReply.error)
-        default:
-            return nil
-        }
+        try? JSONDecoder().decode(ControlReply.self, from: Data(line))
+    }
+}
+
+extension ControlReply: Decodable {
+    enum CodingKeys: String, CodingKey {
+        case reply, program, reason, state, adapter, result, error
     }
 
-    private static func daemon(_ value: JSONValue) -> ControlDaemon? {
-        guard let pid = try? value.requiredInteger("pid", as: Int32.self),
-            let uid = try? value.requiredInteger("uid", as: UInt32.self),
-            let config = try? value.requiredString("config"), let runtime = try? value.requiredString("runtime")
-        else { return nil }
-        // Absent from daemons before issue 28: no part failed, as far as they say.
-        var parts: [PartReport] = []
-        if case .array(let reports)? = value["parts"] { parts = reports.compactMap(PartReport.init(json:)) }
-        return ControlDaemon(pid: pid, uid: uid, configPath: config, runtimeDirectory: runtime, parts: parts)
+    public init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        switch try members.decode(String.self, forKey: .reply) {
+        case "hello":
+            guard try members.decode(String.self, forKey: .program) == Self.program else {
+                throw DecodingError.dataCorruptedError(forKey: .program, in: members, debugDescription: "not gate")
+            }
+            self = .hello(try ControlDaemon(reply: decoder))
+        case "declined":
+            self = .declined(try members.decode(String.self, forKey: .reason))
+        case "accepted":
+            self = .accepted
+        case "state":
+            self = .state(
+                try members.decode(GateState.self, forKey: .state),
+                try members.decodeIfPresent(AdapterKind.self, forKey: .adapter)
+            )
+        case "result":
+            self = .result(try OpeningResult(reply: members.superDecoder(forKey: .result)))
+        case "who":
+            self = .who(try ControlDaemon(reply: decoder))
+        case "error":
+            self = .error(try members.decode(String.self, forKey: .error))
+        default:
+            throw DecodingError.dataCorruptedError(forKey: .reply, in: members, debugDescription: "unknown reply")
+        }
     }
 }

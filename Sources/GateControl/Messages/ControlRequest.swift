@@ -1,3 +1,4 @@
+import FoundationEssentials
 import GateCore
 
 /// The daemon's control socket (docs/CONTRACT.md#the-control-socket): one request per
@@ -33,51 +34,46 @@ public enum ControlRequest: Sendable, Hashable {
     /// The request on one line (without its newline), or why it cannot be read.
     public static func parse(_ line: [UInt8]) -> Result<ControlRequest, ControlRequestProblem> {
         guard line.count <= maximumLength else { return .failure(.tooLong(limit: maximumLength)) }
-        guard let value = JSONValue.parse(line), case .object = value else { return .failure(.notJSON) }
-        let kind: String
         do {
-            kind = try value.requiredString("request")
+            return .success(try JSONDecoder().decode(ControlRequest.self, from: Data(line)))
+        } catch let problem as ControlRequestProblem {
+            return .failure(problem)
         } catch {
-            return .failure(.field(error.key))
+            return .failure(ControlRequestProblem(error as? DecodingError))
         }
+    }
+}
+
+extension ControlRequest: Decodable {
+    enum CodingKeys: String, CodingKey {
+        case request, source, via, force, config
+        case sent = "sent_monotonic_ns"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        let kind = try members.decode(String.self, forKey: .request)
         switch kind {
         case "who":
-            return .success(.who)
+            self = .who
         case "open":
-            let source: String
-            let via: String
-            let configPath: String
-            let sent: UInt64
-            do {
-                source = try value.requiredString("source")
-                via = try value.requiredString("via")
-                configPath = try value.requiredString("config")
-                sent = try value.requiredInteger("sent_monotonic_ns", as: UInt64.self)
-            } catch {
-                return .failure(.field(error.key))
-            }
-            guard OpeningSource.isValid(source) else { return .failure(.field("source")) }
-            guard let selection = AdapterSelection(rawValue: via) else { return .failure(.field("via")) }
-            guard !configPath.isEmpty else { return .failure(.field("config")) }
-            let force: Bool
-            switch value["force"] {
-            case nil, .null?: force = false
-            case .bool(let flag)?: force = flag
-            case .int?, .string?, .array?, .object?: return .failure(.field("force"))
-            }
-            return .success(
-                .open(
-                    ControlOpening(
-                        source: source,
-                        selection: selection,
-                        force: force,
-                        configPath: configPath,
-                        sent: MonotonicInstant(nanoseconds: sent)
-                    )
-                )
+            let source = try members.decode(String.self, forKey: .source)
+            let via = try members.decode(String.self, forKey: .via)
+            let configPath = try members.decode(String.self, forKey: .config)
+            let sent = try members.decode(UInt64.self, forKey: .sent)
+            guard OpeningSource.isValid(source) else { throw ControlRequestProblem.field("source") }
+            guard let selection = AdapterSelection(rawValue: via) else { throw ControlRequestProblem.field("via") }
+            guard !configPath.isEmpty else { throw ControlRequestProblem.field("config") }
+            let opening = ControlOpening(
+                source: source,
+                selection: selection,
+                force: try members.decodeIfPresent(Bool.self, forKey: .force) ?? false,
+                configPath: configPath,
+                sent: MonotonicInstant(nanoseconds: sent)
             )
+            self = .open(opening)
         default:
-            return .failure(.unknownRequest(SafeText.escaped(String(kind.prefix(40)))))
+            throw ControlRequestProblem.unknownRequest(SafeText.escaped(String(kind.prefix(40))))
         }
     }
 }

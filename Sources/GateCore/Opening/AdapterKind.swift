@@ -1,5 +1,5 @@
 /// The transports that can carry a trigger to the ESP32, in the order they are tried.
-public enum AdapterKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+public enum AdapterKind: String, Decodable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case udp
     case mqtt
 

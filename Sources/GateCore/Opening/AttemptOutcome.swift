@@ -1,5 +1,5 @@
 /// How one adapter's attempt ended, as listed in `attempts` of `gate open --json`.
-public enum AttemptOutcome: String, Sendable, Hashable {
+public enum AttemptOutcome: String, Decodable, Sendable, Hashable {
     case success
     /// Relay activated but the release never came.
     case timeout

@@ -1,5 +1,5 @@
 /// The failures of an opening, named as in the original design, with their exit codes (docs/CONTRACT.md#exit-codes).
-public enum GateKeeperError: String, Error, Sendable, Hashable, CaseIterable {
+public enum GateKeeperError: String, Decodable, Error, Sendable, Hashable, CaseIterable {
     case configurationMissing
     case udpConnectionFailed
     case mqttConnectionFailed

@@ -1,6 +1,6 @@
 /// Who holds the opening lock, as written into the lock file for the message
 /// of a refused opener (docs/CONTRACT.md#the-lock), and when the last opening ended (for the cooldown).
-public struct LockRecord: Sendable, Hashable {
+public struct LockRecord: Sendable, Hashable, JSONRecord {
     public var pid: Int32?
     public var source: String?
     public var since: String?
@@ -36,26 +36,37 @@ public struct LockRecord: Sendable, Hashable {
         }
     }
 
-    /// The record in a lock file's JSON (`JSONValue.parse`); `nil` when a member is of
-    /// the wrong type. Every member may be missing.
-    public init?(json: JSONValue) {
-        guard case .object = json else { return nil }
-        do {
-            self.init(
-                pid: try json.optionalInteger("pid", as: Int32.self),
-                source: try json.optionalString("source"),
-                since: try json.optionalString("since"),
-                endedMonotonicNs: try json.optionalInteger("ended_monotonic_ns", as: UInt64.self),
-                triggeredMonotonicNs: try json.optionalInteger("triggered_monotonic_ns", as: UInt64.self)
-            )
-        } catch {
-            return nil
-        }
+    enum CodingKeys: String, CodingKey {
+        case pid, source, since
+        case endedMonotonicNs = "ended_monotonic_ns"
+        case triggeredMonotonicNs = "triggered_monotonic_ns"
+    }
+
+    /// The record in a lock file; it fails when a member is of the wrong type. Every
+    /// member may be missing.
+    public init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            pid: try members.decodeIfPresent(Int32.self, forKey: .pid),
+            source: try members.decodeIfPresent(String.self, forKey: .source),
+            since: try members.decodeIfPresent(String.self, forKey: .since),
+            endedMonotonicNs: try Self.instant(members, .endedMonotonicNs),
+            triggeredMonotonicNs: try Self.instant(members, .triggeredMonotonicNs)
+        )
         // The file is shared (docs/CONTRACT.md#shared-folders): what only describes the holder is dropped when it
         // is not what gate writes; the cooldown's instants are kept.
         if let pid, pid <= 0 { self.pid = nil }
         if let source, !SafeText.isLabel(source) { self.source = nil }
         if let since, !WallTime.isValid(since) { self.since = nil }
+    }
+
+    /// An instant as gate writes it: a JSON integer from 0 through `Int64.max`.
+    private static func instant(_ members: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> UInt64? {
+        guard let value = try members.decodeIfPresent(Int64.self, forKey: key) else { return nil }
+        guard let instant = UInt64(exactly: value) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: members, debugDescription: "a negative instant")
+        }
+        return instant
     }
 
     public var json: JSONValue {

@@ -3,7 +3,7 @@
 /// The file is appended to by every member of group `gate`, so a line is an entry only
 /// when every member is what gate writes: a real time (`WallTime`), labels
 /// (`SafeText.isLabel`), a plausible duration. Anything else is skipped by readers.
-public struct HistoryEntry: Sendable, Hashable {
+public struct HistoryEntry: Sendable, Hashable, JSONRecord {
     /// The longest line that can hold an entry; longer lines are skipped unread.
     public static let maximumLineBytes = 1024
 
@@ -33,33 +33,35 @@ public struct HistoryEntry: Sendable, Hashable {
         self.durationMs = durationMs
     }
 
-    /// One line of `history.jsonl` (`JSONValue.parse`); `nil` when it is not one.
-    public init?(json: JSONValue) {
-        do {
-            self.init(
-                at: try json.requiredString("at"),
-                source: try json.requiredString("source"),
-                uid: try json.optionalInteger("uid", as: UInt32.self),
-                adapter: try json.optionalString("adapter"),
-                outcome: try json.requiredString("outcome"),
-                error: try json.optionalString("error"),
-                durationMs: try json.requiredInteger("duration_ms", as: Int64.self)
-            )
-        } catch {
-            return nil
-        }
+    enum CodingKeys: String, CodingKey {
+        case at, source, uid, adapter, outcome, error
+        case durationMs = "duration_ms"
+    }
+
+    /// One line of `history.jsonl`; it fails when the line is not an entry.
+    public init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            at: try members.decode(String.self, forKey: .at),
+            source: try members.decode(String.self, forKey: .source),
+            uid: try members.decodeIfPresent(UInt32.self, forKey: .uid),
+            adapter: try members.decodeIfPresent(String.self, forKey: .adapter),
+            outcome: try members.decode(String.self, forKey: .outcome),
+            error: try members.decodeIfPresent(String.self, forKey: .error),
+            durationMs: try members.decode(Int64.self, forKey: .durationMs)
+        )
         guard WallTime.isValid(at), SafeText.isLabel(source), SafeText.isLabel(outcome),
             adapter.map(SafeText.isLabel) ?? true, error.map(SafeText.isLabel) ?? true,
             StatusRecord.plausibleDurations.contains(durationMs)
-        else { return nil }
+        else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not what gate writes"))
+        }
     }
 
     /// One line's bytes (without its newline); `nil` when it is not an entry.
     public init?(line: some Collection<UInt8>) {
-        guard line.count <= Self.maximumLineBytes, line.first == UInt8(ascii: "{"),
-            let json = JSONValue.parse(Array(line))
-        else { return nil }
-        self.init(json: json)
+        guard line.count <= Self.maximumLineBytes, line.first == UInt8(ascii: "{") else { return nil }
+        self.init(json: line)
     }
 
     public var json: JSONValue {

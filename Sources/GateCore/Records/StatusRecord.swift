@@ -1,7 +1,7 @@
 /// The content of `status.json` (docs/CONTRACT.md#the-status-file): the gate's state as every reader sees it.
-public struct StatusRecord: Sendable, Hashable {
+public struct StatusRecord: Sendable, Hashable, JSONRecord {
     /// The outcome of the last finished opening, as the status file and widgets show it.
-    public enum LastOutcome: String, Sendable, Hashable {
+    public enum LastOutcome: String, Sendable, Hashable, Decodable {
         case success
         case timeout
         case error
@@ -9,7 +9,7 @@ public struct StatusRecord: Sendable, Hashable {
         case interrupted
     }
 
-    public struct Last: Sendable, Hashable {
+    public struct Last: Sendable, Hashable, Decodable {
         public var outcome: LastOutcome
         public var error: String?
         public var adapter: String?
@@ -62,31 +62,27 @@ public struct StatusRecord: Sendable, Hashable {
         self.last = last
     }
 
-    /// The record in a status file's JSON (`JSONValue.parse`); `nil` when a member of
-    /// docs/CONTRACT.md#the-status-file is missing or of the wrong type. Members it does not know are ignored.
-    public init?(json: JSONValue) {
-        do {
-            guard let state = GateState(rawValue: try json.requiredString("state")) else { return nil }
-            let last: Last?
-            switch json["last"] {
-            case nil, .null?: last = nil
-            case let member?:
-                guard let read = Last(json: member) else { return nil }
-                last = read
-            }
-            self.init(
-                state: state,
-                since: try json.requiredString("since"),
-                source: try json.optionalString("source"),
-                pid: try json.optionalInteger("pid", as: Int32.self),
-                adapter: try json.optionalString("adapter"),
-                resetAt: try json.optionalString("reset_at"),
-                last: last
-            )
-        } catch {
-            return nil
+    enum CodingKeys: String, CodingKey {
+        case state, since, source, pid, adapter, last
+        case resetAt = "reset_at"
+    }
+
+    /// The record in a status file; it fails when a member of docs/CONTRACT.md#the-status-file is missing or
+    /// of the wrong type. Members it does not know are ignored.
+    public init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            state: try members.decode(GateState.self, forKey: .state),
+            since: try members.decode(String.self, forKey: .since),
+            source: try members.decodeIfPresent(String.self, forKey: .source),
+            pid: try members.decodeIfPresent(Int32.self, forKey: .pid),
+            adapter: try members.decodeIfPresent(String.self, forKey: .adapter),
+            resetAt: try members.decodeIfPresent(String.self, forKey: .resetAt),
+            last: try members.decodeIfPresent(Last.self, forKey: .last)
+        )
+        guard isPlausible else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not what gate writes"))
         }
-        guard isPlausible else { return nil }
     }
 
     /// Whether every member is what gate writes (docs/CONTRACT.md#shared-folders: the file is shared, so it is not
@@ -173,26 +169,28 @@ public struct StatusRecord: Sendable, Hashable {
 }
 
 extension StatusRecord.Last {
-    /// The `last` member of a status file; `nil` when it is not one.
-    public init?(json: JSONValue) {
-        do {
-            guard let outcome = StatusRecord.LastOutcome(rawValue: try json.requiredString("outcome")) else {
-                return nil
-            }
-            self.init(
-                outcome: outcome,
-                error: try json.optionalString("error"),
-                adapter: try json.optionalString("adapter"),
-                durationMs: try json.optionalInteger("duration_ms", as: Int64.self),
-                finishedAt: try json.requiredString("finished_at"),
-                source: try json.requiredString("source")
-            )
-        } catch {
-            return nil
-        }
+    enum CodingKeys: String, CodingKey {
+        case outcome, error, adapter, source
+        case durationMs = "duration_ms"
+        case finishedAt = "finished_at"
+    }
+
+    /// The `last` member of a status file; it fails when it is not one.
+    public init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            outcome: try members.decode(StatusRecord.LastOutcome.self, forKey: .outcome),
+            error: try members.decodeIfPresent(String.self, forKey: .error),
+            adapter: try members.decodeIfPresent(String.self, forKey: .adapter),
+            durationMs: try members.decodeIfPresent(Int64.self, forKey: .durationMs),
+            finishedAt: try members.decode(String.self, forKey: .finishedAt),
+            source: try members.decode(String.self, forKey: .source)
+        )
         guard WallTime.isValid(finishedAt), SafeText.isLabel(source), error.map(SafeText.isLabel) ?? true,
             adapter.map(SafeText.isLabel) ?? true, durationMs.map(StatusRecord.plausibleDurations.contains) ?? true
-        else { return nil }
+        else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not what gate writes"))
+        }
     }
 
     public var json: JSONValue {

@@ -30,7 +30,7 @@ public enum StatusFile {
     public static func load(_ path: String) -> Result<StatusRecord?, SharedFileError> {
         do throws(SharedFileError) {
             let bytes = try SharedFile.read(path, limit: limit)
-            return .success(JSONValue.parse(bytes).flatMap(StatusRecord.init(json:)))
+            return .success(StatusRecord(json: bytes))
         } catch {
             return error.problem == .missing ? .success(nil) : .failure(error)
         }

@@ -243,6 +243,6 @@ public final class OpeningLock: Sendable {
         var buffer = [UInt8](repeating: 0, count: 1024)
         let count = pread(fd, &buffer, buffer.count, 0)
         guard count > 0 else { return nil }
-        return JSONValue.parse(Array(buffer[0..<count])).flatMap(LockRecord.init(json:))
+        return LockRecord(json: buffer[0..<count])
     }
 }
