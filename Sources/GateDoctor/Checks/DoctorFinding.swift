@@ -49,6 +49,15 @@ public struct DoctorFinding: Sendable, Hashable {
         DoctorFinding(check, .fail(kind, fix: fix), detail)
     }
 
+    /// The two kinds by name: a verdict says which kind of failure in one word.
+    public static func unavailable(_ check: DoctorCheck, _ detail: String, fix: String) -> DoctorFinding {
+        .fail(check, .unavailable, detail, fix: fix)
+    }
+
+    public static func misconfigured(_ check: DoctorCheck, _ detail: String, fix: String) -> DoctorFinding {
+        .fail(check, .configuration, detail, fix: fix)
+    }
+
     public var statusWord: String {
         switch status {
         case .ok: "ok"

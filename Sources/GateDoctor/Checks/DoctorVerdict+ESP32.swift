@@ -29,9 +29,8 @@ extension DoctorVerdict {
             )
         }
         if echoWasSent(facts.echo) || entry?.unanswered == true {
-            return .fail(
+            return .unavailable(
                 .esp32,
-                .unavailable,
                 "no answer from \(who) on \(facts.interface): \(absence(facts, asked: asked))",
                 fix: "is the ESP32 powered and on the network? is udp.host right? (it is \(host) in \(file); "
                     + "`ip neigh show dev \(facts.interface)` lists who answered on that network recently)"

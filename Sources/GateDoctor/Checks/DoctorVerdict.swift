@@ -16,9 +16,8 @@ public enum DoctorVerdict {
             return .ok(.config, "\(path) (\(origin)) is valid")
         case .notFound(let searched, let suggested):
             let target = suggested ?? "/etc/gate/gate.toml"
-            return .fail(
+            return .misconfigured(
                 .config,
-                .configuration,
                 "no configuration file found (looked in \(searched.joined(separator: ", ")))",
                 fix: "run `gate config init --udp ESP32-ADDRESS` (as this account it writes \(target); "
                     + "with sudo /etc/gate/gate.toml, which the service reads), or copy \(installedExample) "
@@ -29,9 +28,8 @@ public enum DoctorVerdict {
                 if !list.contains(key) { list.append(key) }
             }
             let what = keys.isEmpty ? "correct \(path) as described" : "edit \(keys.joined(separator: ", ")) in \(path)"
-            return .fail(
+            return .misconfigured(
                 .config,
-                .configuration,
                 problems.map(\.description).joined(separator: "\n"),
                 fix: "\(what), then run `gate config check --config \(path)`"
             )
@@ -40,9 +38,8 @@ public enum DoctorVerdict {
 
     /// Why no folder could be chosen at all (`RuntimePaths.resolve` failed).
     public static func unresolved(_ check: DoctorCheck, _ message: String) -> DoctorFinding {
-        .fail(
+        .unavailable(
             check,
-            .unavailable,
             message,
             fix: "install gate's package, or make the folders with its tmpfiles.d entry "
                 + "(`sudo systemd-tmpfiles --create \(installedTmpfiles)` makes /run/gate and /var/lib/gate), "
@@ -60,9 +57,8 @@ public enum DoctorVerdict {
         user: DoctorUser
     ) -> DoctorFinding {
         if let shared = sharedUnwritable {
-            return .fail(
+            return .unavailable(
                 .runtime,
-                .unavailable,
                 "\(shared) exists but is not writable for \(user.described): openings from this account "
                     + "use \(folder.path) and do not share the lock and the status with the service",
                 fix: "sudo usermod -aG gate \(user.name), then log out and in again (or run `newgrp gate`)"
@@ -83,9 +79,8 @@ public enum DoctorVerdict {
                 fix =
                     "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
             }
-            return .fail(
+            return .unavailable(
                 .runtime,
-                .unavailable,
                 "the lock \(path) cannot be opened for reading and writing by \(user.described): \(why)",
                 fix: fix
             )
@@ -129,23 +124,17 @@ public enum DoctorVerdict {
         case .writable, .missing(_, creatable: true):
             return nil
         case .notDirectory:
-            return .fail(
-                check,
-                .unavailable,
-                "\(path) is not a folder",
-                fix: "remove or rename \(path), or \(elsewhere)"
-            )
+            return .unavailable(check, "\(path) is not a folder", fix: "remove or rename \(path), or \(elsewhere)")
         case .notWritable(let why):
             let fix: String
             switch folder.origin {
             case .shared: fix = elsewhere
             case .environment, .personal: fix = "as its owner: chmod u+rwx \(path); or \(elsewhere)"
             }
-            return .fail(check, .unavailable, "\(path) is not writable for \(user.described): \(why)", fix: fix)
+            return .unavailable(check, "\(path) is not writable for \(user.described): \(why)", fix: fix)
         case .missing(let ancestor, creatable: false):
-            return .fail(
+            return .unavailable(
                 check,
-                .unavailable,
                 "\(path) does not exist and cannot be made: \(ancestor) is not writable for \(user.described)",
                 fix: "create it for \(user.name) (sudo install -d -o \(user.name) -m 0700 \(path)), or \(elsewhere)"
             )
@@ -167,32 +156,28 @@ public enum DoctorVerdict {
                 "\(shown(host, address)) is on the network of \(interface); nothing was sent to its UDP port"
             )
         case .verdict(let address, .offLink):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "\(shown(host, address)) is not on a directly connected network: \(consequence)",
                 fix: networkFix
             )
         case .unresolved(let message):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "\(message): \(consequence)",
                 fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
             )
         case .lookupTimedOut(let budget):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "no answer from the name service for \(host) within \(budget.humanReadable) (udp.timeout): "
                     + (mqttConfigured
                         ? "openings wait that long, then use MQTT" : "openings wait that long, then fail"),
                 fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
             )
         case .noInterfaceTable(let message):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "cannot read this machine's interfaces (\(message)): \(consequence)",
                 fix: networkFix
             )
@@ -215,16 +200,14 @@ public enum DoctorVerdict {
             return .ok(.mqttPassword, "the password of MQTT user \(username) was found in \(place)")
         case .missing(let notes):
             let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
-            return .fail(
+            return .misconfigured(
                 .mqttPassword,
-                .configuration,
                 "mqtt.username is \(username) but no MQTT password was found\(tried)",
                 fix: store
             )
         case .unusable(let source, let why):
-            return .fail(
+            return .misconfigured(
                 .mqttPassword,
-                .configuration,
                 "the MQTT password from \(source) cannot be used: \(why)",
                 fix: "store it again: " + store
             )

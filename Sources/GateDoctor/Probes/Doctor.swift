@@ -164,17 +164,15 @@ public enum Doctor {
                 "the broker accepts the subscription to the command topic \(topics.command); device \"\(ha.name)\" is announced under \(ha.discoveryPrefix)/"
             )
         case .success:
-            return .fail(
+            return .unavailable(
                 .homeassistant,
-                .unavailable,
                 "the broker refused the subscription to the command topic \(topics.command): Home Assistant's button would never reach the daemon",
                 fix:
                     "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (/usr/share/doc/gate/homeassistant.md, and its example examples/mosquitto-homeassistant.acl)"
             )
         case .failure(let failure):
-            return .fail(
+            return .unavailable(
                 .homeassistant,
-                .unavailable,
                 "cannot check the command topic \(topics.command): \(failure)",
                 fix: "check the broker named in [mqtt] of \(file)"
             )
