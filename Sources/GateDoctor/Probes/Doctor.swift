@@ -32,13 +32,8 @@ public enum Doctor {
         )
 
         guard let (config, file) = loaded else {
-            let why = "not checked: no valid configuration"
-            for check in [
-                DoctorCheck.udp, .esp32, .v2, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify,
-            ] {
-                findings.append(.skip(check, why))
-            }
-            return DoctorReport(findings: findings)
+            let unchecked = DoctorCheck.allCases.filter { check in !findings.contains { $0.check == check } }
+            return DoctorReport(findings: findings + unchecked.map { .skip($0, "not checked: no valid configuration") })
         }
 
         if let udp = config.udp {
@@ -52,13 +47,7 @@ public enum Doctor {
         }
         findings.append(v2(config, file: file, environment: environment, logger: logger))
 
-        let (mqttFindings, homeAssistant) = mqtt(
-            config.mqtt,
-            homeAssistant: config.homeAssistant,
-            file: file,
-            environment: environment,
-            logger: logger
-        )
+        let (mqttFindings, homeAssistant) = mqtt(config, file: file, environment: environment, logger: logger)
         findings += mqttFindings
 
         if let buttonConfig = config.button {
@@ -92,50 +81,51 @@ public enum Doctor {
         }
     }
 
+    /// The broker's checks, each needing the one before, and Home Assistant's, which needs
+    /// the login: returned apart, since the gpio check is printed between them.
     private static func mqtt(
-        _ mqtt: MQTTConfig?,
-        homeAssistant: HomeAssistantConfig?,
+        _ config: GateConfig,
         file: String,
         environment: [String: String],
         logger: Logger
     ) -> ([DoctorFinding], DoctorFinding) {
-        guard let mqtt else {
+        guard let mqtt = config.mqtt else {
             let why = "no [mqtt] table: no MQTT fallback"
             return (
                 [.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)],
                 .skip(.homeassistant, "no [homeassistant] table")
             )
         }
-        var findings: [DoctorFinding] = []
         // Released (and so wiped) when this function returns.
-        var password: Secret?
-        var loginPossible = true
+        let password: Secret?
+        let found: DoctorFinding
         if let username = mqtt.username {
             let (facts, secret) = DoctorProbe.password(environment: environment)
             password = secret
-            let finding = DoctorVerdict.password(facts, username: username)
-            loginPossible = !finding.failed
-            findings.append(finding)
+            found = DoctorVerdict.password(facts, username: username)
         } else {
-            findings.append(.skip(.mqttPassword, "no mqtt.username: the broker is asked for an anonymous login"))
+            password = nil
+            found = .skip(.mqttPassword, "no mqtt.username: the broker is asked for an anonymous login")
         }
-
         let tcp = DoctorVerdict.tcp(DoctorBroker.tcp(mqtt), mqtt: mqtt, file: file)
-        findings.append(tcp)
+        let connect: DoctorFinding
         if tcp.failed {
-            findings.append(.skip(.mqttConnect, "not checked: the broker cannot be reached over TCP"))
-        } else if !loginPossible {
-            findings.append(.skip(.mqttConnect, "not checked: no usable password for mqtt.username"))
+            connect = .skip(.mqttConnect, "not checked: the broker cannot be reached over TCP")
+        } else if found.failed {
+            connect = .skip(.mqttConnect, "not checked: no usable password for mqtt.username")
         } else {
             let facts = DoctorBroker.connect(mqtt, password: password)
             logger.debug(
                 "doctor: broker",
                 metadata: ["broker": "\(DoctorVerdict.endpoint(mqtt))", "facts": "\(facts)"]
             )
-            findings.append(DoctorVerdict.broker(facts, mqtt: mqtt, file: file))
+            connect = DoctorVerdict.broker(facts, mqtt: mqtt, file: file)
         }
-        guard let homeAssistant else { return (findings, .skip(.homeassistant, "no [homeassistant] table")) }
-        guard let connect = findings.last, connect.check == .mqttConnect, connect.status == .ok else {
+        let findings = [found, tcp, connect]
+        guard let homeAssistant = config.homeAssistant else {
+            return (findings, .skip(.homeassistant, "no [homeassistant] table"))
+        }
+        guard connect.status == .ok else {
             return (findings, .skip(.homeassistant, "not checked: the broker login did not succeed"))
         }
         return (findings, homeAssistantCheck(mqtt, homeAssistant, password: password, file: file))
