@@ -40,7 +40,7 @@ extension DoctorVerdict {
                 "\(tls)\(login) accepted by \(broker) in \(took.milliseconds) ms; disconnected at once, nothing published"
             )
         case .refused(let code, let words):
-            return refusal(code: code, words: words, mqtt: mqtt, broker: broker, login: login, file: file)
+            return refusal(code, "the MQTT broker at \(broker) refused \(login): \(words)", mqtt: mqtt, file: file)
         case .tlsFailed(let words):
             let trust =
                 mqtt.caFile.map { "mqtt.ca_file (\($0)) holds" } ?? "the system's CA store (or an mqtt.ca_file) holds"
@@ -83,26 +83,17 @@ extension DoctorVerdict {
         }
     }
 
-    private static func refusal(
-        code: Int32,
-        words: String,
-        mqtt: MQTTConfig,
-        broker: String,
-        login: String,
-        file: String
-    ) -> DoctorFinding {
-        let detail = "the MQTT broker at \(broker) refused \(login): \(words)"
+    /// A CONNACK refusal: the login (a configuration problem), the client id, or the broker itself.
+    private static func refusal(_ code: Int32, _ detail: String, mqtt: MQTTConfig, file: String) -> DoctorFinding {
         if code == BrokerFacts.badCredentials || code == BrokerFacts.notAuthorised {
-            let fix: String
-            if let username = mqtt.username {
-                fix =
+            let fix =
+                if let username = mqtt.username {
                     "store the right password of \(username): `gate secret set mqtt-password` (desktop session), for the service "
-                    + "`systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` (\(installedDocs)/credentials.md); "
-                    + "or correct mqtt.username in \(file)"
-            } else {
-                fix =
+                        + "`systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` (\(installedDocs)/credentials.md); "
+                        + "or correct mqtt.username in \(file)"
+                } else {
                     "the broker wants a login: set mqtt.username in \(file) and store its password with `gate secret set mqtt-password`"
-            }
+                }
             return .misconfigured(.mqttConnect, detail, fix: fix)
         }
         if code == BrokerFacts.identifierRejected {

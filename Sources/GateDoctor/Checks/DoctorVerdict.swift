@@ -43,7 +43,7 @@ public enum DoctorVerdict {
             message,
             fix: "install gate's package, or make the folders with its tmpfiles.d entry "
                 + "(`sudo systemd-tmpfiles --create \(installedTmpfiles)` makes /run/gate and /var/lib/gate), "
-                + "or set \(check == .state ? "$GATE_STATE_DIR" : "$GATE_RUNTIME_DIR") to a folder you can write"
+                + "or set $\(variable(check)) to a folder you can write"
         )
     }
 
@@ -72,19 +72,21 @@ public enum DoctorVerdict {
             let state = heldNow ? "an opening holds it now" : "free"
             return .ok(.runtime, "\(usable(folder, user: user)); the lock is readable and writable (\(state))")
         case .notUsable(let path, let why):
-            let fix: String
-            switch folder.origin {
-            case .shared: fix = "sudo chgrp gate \(path) && sudo chmod 0660 \(path)"
-            case .environment, .personal:
-                fix =
-                    "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
-            }
+            let fix =
+                folder.origin == .shared
+                ? "sudo chgrp gate \(path) && sudo chmod 0660 \(path)"
+                : "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
             return .unavailable(
                 .runtime,
                 "the lock \(path) cannot be opened for reading and writing by \(user.described): \(why)",
                 fix: fix
             )
         }
+    }
+
+    /// The environment variable that names the folder of a check (runtime or state).
+    private static func variable(_ check: DoctorCheck) -> String {
+        check == .state ? "GATE_STATE_DIR" : "GATE_RUNTIME_DIR"
     }
 
     /// The state folder (the history).
@@ -95,12 +97,12 @@ public enum DoctorVerdict {
 
     /// "/run/gate (shared, group gate) is writable for alice", or how it will be made.
     private static func usable(_ folder: FolderFacts, user: DoctorUser) -> String {
-        let origin: String
-        switch folder.origin {
-        case .environment(let variable): origin = "from $\(variable)"
-        case .shared: origin = "shared, group gate"
-        case .personal: origin = "this account's own"
-        }
+        let origin =
+            switch folder.origin {
+            case .environment(let variable): "from $\(variable)"
+            case .shared: "shared, group gate"
+            case .personal: "this account's own"
+            }
         switch folder.state {
         case .missing(let ancestor, _):
             return
@@ -112,25 +114,19 @@ public enum DoctorVerdict {
 
     private static func folderFailure(_ check: DoctorCheck, _ folder: FolderFacts, user: DoctorUser) -> DoctorFinding? {
         let path = folder.path
-        let elsewhere: String
-        switch folder.origin {
-        case .environment(let variable): elsewhere = "point $\(variable) at a folder \(user.name) can write"
-        case .shared: elsewhere = "sudo usermod -aG gate \(user.name), then log out and in again"
-        case .personal:
-            elsewhere =
-                "set $\(check == .state ? "GATE_STATE_DIR" : "GATE_RUNTIME_DIR") to a folder \(user.name) can write"
-        }
+        let elsewhere =
+            switch folder.origin {
+            case .environment(let variable): "point $\(variable) at a folder \(user.name) can write"
+            case .shared: "sudo usermod -aG gate \(user.name), then log out and in again"
+            case .personal: "set $\(variable(check)) to a folder \(user.name) can write"
+            }
         switch folder.state {
         case .writable, .missing(_, creatable: true):
             return nil
         case .notDirectory:
             return .unavailable(check, "\(path) is not a folder", fix: "remove or rename \(path), or \(elsewhere)")
         case .notWritable(let why):
-            let fix: String
-            switch folder.origin {
-            case .shared: fix = elsewhere
-            case .environment, .personal: fix = "as its owner: chmod u+rwx \(path); or \(elsewhere)"
-            }
+            let fix = folder.origin == .shared ? elsewhere : "as its owner: chmod u+rwx \(path); or \(elsewhere)"
             return .unavailable(check, "\(path) is not writable for \(user.described): \(why)", fix: fix)
         case .missing(let ancestor, creatable: false):
             return .unavailable(
@@ -142,6 +138,7 @@ public enum DoctorVerdict {
     }
 
     public static func udp(_ facts: UDPFacts, host: String, file: String, mqttConfigured: Bool) -> DoctorFinding {
+        let nameFix = "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
         let consequence =
             mqttConfigured ? "openings skip UDP at once and use MQTT" : "openings skip UDP and, with no [mqtt], fail"
         let networkFix =
@@ -162,18 +159,14 @@ public enum DoctorVerdict {
                 fix: networkFix
             )
         case .unresolved(let message):
-            return .unavailable(
-                .udp,
-                "\(message): \(consequence)",
-                fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
-            )
+            return .unavailable(.udp, "\(message): \(consequence)", fix: nameFix)
         case .lookupTimedOut(let budget):
             return .unavailable(
                 .udp,
                 "no answer from the name service for \(host) within \(budget.humanReadable) (udp.timeout): "
                     + (mqttConfigured
                         ? "openings wait that long, then use MQTT" : "openings wait that long, then fail"),
-                fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
+                fix: nameFix
             )
         case .noInterfaceTable(let message):
             return .unavailable(
