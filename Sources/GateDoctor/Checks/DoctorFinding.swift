@@ -1,5 +1,3 @@
-import GateCore
-
 /// What one check found.
 public struct DoctorFinding: Sendable, Hashable {
     /// Why a failed check fails; decides the exit status of the whole run.

@@ -1,4 +1,3 @@
-import GateCore
 import GateNotifications
 
 extension DoctorVerdict {
