@@ -52,17 +52,13 @@ extension DoctorVerdict {
 
     /// Why nothing is there, from the echo and the neighbour table together.
     private static func absence(_ facts: ESP32Facts, asked: String) -> String {
-        var parts: [String] = []
-        switch facts.echo {
-        case .noReply(let waited):
-            parts.append("no reply to ICMP echo requests within \(waited.humanReadable)")
-        case .unreachable(let words):
-            parts.append("the kernel reports it unreachable (\(words))")
-        case .replied, .notPermitted, .failed:
-            parts.append(echoNote(facts.echo))
-        }
-        parts.append(neighbourNote(facts, asked: asked))
-        return parts.joined(separator: "; ")
+        let echo =
+            switch facts.echo {
+            case .noReply(let waited): "no reply to ICMP echo requests within \(waited.humanReadable)"
+            case .unreachable(let words): "the kernel reports it unreachable (\(words))"
+            case .replied, .notPermitted, .failed: echoNote(facts.echo)
+            }
+        return "\(echo); \(neighbourNote(facts, asked: asked))"
     }
 
     private static func neighbourNote(_ facts: ESP32Facts, asked: String) -> String {

@@ -50,11 +50,10 @@ public enum Doctor {
         let (mqttFindings, homeAssistant) = mqtt(config, file: file, environment: environment, logger: logger)
         findings += mqttFindings
 
-        if let buttonConfig = config.button {
-            findings.append(DoctorVerdict.button(button(buttonConfig), button: buttonConfig, file: file, user: user))
-        } else {
-            findings.append(.skip(.gpio, "no [button] table: this host reads no push button"))
-        }
+        findings.append(
+            config.button.map { DoctorVerdict.button(button($0), button: $0, file: file, user: user) }
+                ?? .skip(.gpio, "no [button] table: this host reads no push button")
+        )
         findings.append(homeAssistant)
         if config.notify != nil {
             let facts = DesktopNotifications(environment: environment).serverFacts()
@@ -183,12 +182,8 @@ public enum Doctor {
     /// folder it cannot choose; each is asked for again with the other one given, so
     /// that both are checked and each failure carries its own words.
     private static func folders(environment: [String: String], user: DoctorUser) -> [DoctorFinding] {
-        var stateGiven = environment
-        stateGiven["GATE_STATE_DIR"] = "/"
-        var runtimeGiven = environment
-        runtimeGiven["GATE_RUNTIME_DIR"] = "/"
         let runtime: DoctorFinding
-        switch RuntimePaths.resolve(environment: stateGiven) {
+        switch RuntimePaths.resolve(environment: environment.merging(["GATE_STATE_DIR": "/"]) { $1 }) {
         case .success(let paths):
             let (folder, lock, sharedUnwritable) = DoctorProbe.runtime(paths, environment: environment)
             runtime = DoctorVerdict.runtime(folder, lock: lock, sharedUnwritable: sharedUnwritable, user: user)
@@ -197,17 +192,13 @@ public enum Doctor {
             let shared = error.unusableShared ?? RuntimePaths.sharedRuntimeDirectory
             var state = DoctorProbe.folderState(shared)
             if case .writable = state { state = .notWritable(why: "access: \(SystemError.text(for: EACCES))") }
-            runtime = DoctorVerdict.runtime(
-                FolderFacts(path: shared, origin: .shared, state: state),
-                lock: .absent,
-                sharedUnwritable: nil,
-                user: user
-            )
+            let folder = FolderFacts(path: shared, origin: .shared, state: state)
+            runtime = DoctorVerdict.runtime(folder, lock: .absent, sharedUnwritable: nil, user: user)
         case .failure(let error):
             runtime = DoctorVerdict.unresolved(.runtime, error.message)
         }
         let state: DoctorFinding
-        switch RuntimePaths.resolve(environment: runtimeGiven) {
+        switch RuntimePaths.resolve(environment: environment.merging(["GATE_RUNTIME_DIR": "/"]) { $1 }) {
         case .success(let paths):
             state = DoctorVerdict.state(DoctorProbe.state(paths, environment: environment), user: user)
         case .failure(let error):
