@@ -67,14 +67,9 @@ struct DoctorCommand: ParsableCommand {
     func run() throws {
         let logger = globals.makeLogger()
         let report = Doctor.examine(configPath: globals.config, logger: logger, button: DoctorButton.probe)
-        if json {
-            Terminal.printLine(report.json.serialized())
-        } else {
-            Terminal.printLine(report.text)
-        }
-        let status = report.exitStatus
-        if status != ExitStatus.success {
-            throw ExitCode(status)
+        Terminal.printLine(json ? report.json.serialized() : report.text)
+        if report.exitStatus != ExitStatus.success {
+            throw ExitCode(report.exitStatus)
         }
     }
 }

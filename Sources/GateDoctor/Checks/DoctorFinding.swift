@@ -31,17 +31,9 @@ public struct DoctorFinding: Sendable, Hashable {
         self.detail = detail
     }
 
-    public static func ok(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
-        DoctorFinding(check, .ok, detail)
-    }
-
-    public static func warn(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
-        DoctorFinding(check, .warn, detail)
-    }
-
-    public static func skip(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
-        DoctorFinding(check, .skip, detail)
-    }
+    public static func ok(_ check: DoctorCheck, _ detail: String) -> DoctorFinding { .init(check, .ok, detail) }
+    public static func warn(_ check: DoctorCheck, _ detail: String) -> DoctorFinding { .init(check, .warn, detail) }
+    public static func skip(_ check: DoctorCheck, _ detail: String) -> DoctorFinding { .init(check, .skip, detail) }
 
     public static func fail(_ check: DoctorCheck, _ kind: FailureKind, _ detail: String, fix: String) -> DoctorFinding {
         DoctorFinding(check, .fail(kind, fix: fix), detail)
@@ -66,10 +58,7 @@ public struct DoctorFinding: Sendable, Hashable {
     }
 
     public var fix: String? {
-        switch status {
-        case .ok, .warn, .skip: nil
-        case .fail(_, let fix): fix
-        }
+        if case .fail(_, let fix) = status { fix } else { nil }
     }
 
     public var failed: Bool { fix != nil }
