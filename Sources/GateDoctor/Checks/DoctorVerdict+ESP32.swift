@@ -2,9 +2,6 @@ import GateCore
 
 /// The verdict on the ESP32 itself: is something at `udp.host` on its network?
 extension DoctorVerdict {
-    /// What `sudo sysctl` line opens ping sockets to every group (systemd's default).
-    public static let pingGroupsFix = "sudo sysctl -w net.ipv4.ping_group_range=\"0 2147483647\""
-
     public static func esp32(_ facts: ESP32Facts, host: String, file: String) -> DoctorFinding {
         let who = shown(host, facts.address)
         let entry = try? facts.neighbour.get()
@@ -87,8 +84,10 @@ extension DoctorVerdict {
         case .notPermitted(let range, let gid):
             let setting =
                 range.map { "net.ipv4.ping_group_range is \"\($0)\"" } ?? "net.ipv4.ping_group_range is unreadable"
+            // The sysctl opens ping sockets to every group, as systemd does.
             return "gate doctor could not ask it with an ICMP echo: ping sockets are closed to group \(gid) "
-                + "(\(setting)); to let it ask: `\(pingGroupsFix)` (to keep it, a file in /etc/sysctl.d/)"
+                + "(\(setting)); to let it ask: `sudo sysctl -w net.ipv4.ping_group_range=\"0 2147483647\"` "
+                + "(to keep it, a file in /etc/sysctl.d/)"
         case .failed(let words):
             return "gate doctor could not send an ICMP echo (\(words))"
         }

@@ -103,13 +103,11 @@ public enum DoctorVerdict {
             case .shared: "shared, group gate"
             case .personal: "this account's own"
             }
-        switch folder.state {
-        case .missing(let ancestor, _):
-            return
-                "\(folder.path) (\(origin)) does not exist yet; the first opening makes it (\(ancestor) is writable for \(user.name))"
-        case .writable, .notWritable, .notDirectory:
+        guard case .missing(let ancestor, _) = folder.state else {
             return "\(folder.path) (\(origin)) is writable for \(user.name)"
         }
+        return
+            "\(folder.path) (\(origin)) does not exist yet; the first opening makes it (\(ancestor) is writable for \(user.name))"
     }
 
     private static func folderFailure(_ check: DoctorCheck, _ folder: FolderFacts, user: DoctorUser) -> DoctorFinding? {
