@@ -170,12 +170,10 @@ public enum Doctor {
 
     /// Which daemon serves the runtime folder: asked on its control socket.
     private static func daemon(environment: [String: String], user: DoctorUser, configPath: String?) -> DoctorFinding {
-        switch RuntimePaths.resolve(environment: environment) {
-        case .success(let paths):
-            return DoctorVerdict.daemon(DoctorProbe.daemon(paths), user: user, configPath: configPath)
-        case .failure:
+        guard case .success(let paths) = RuntimePaths.resolve(environment: environment) else {
             return .skip(.daemon, "not checked: no usable runtime folder")
         }
+        return DoctorVerdict.daemon(DoctorProbe.daemon(paths), user: user, configPath: configPath)
     }
 
     /// The runtime and the state folder. `RuntimePaths.resolve` reports only the first
