@@ -17,7 +17,7 @@ extension DoctorVerdict {
                 "\(identity) answered an ICMP echo in \(took.humanReadable) on \(facts.interface); \(quiet)"
             )
         }
-        let asked = resolution(facts.address)
+        let asked = facts.address.family == .v4 ? "ARP" : "neighbour discovery"
         if let entry, entry.answered, entry.state.contains(.reachable) || !echoWasSent(facts.echo) {
             return .ok(
                 .esp32,
@@ -91,10 +91,5 @@ extension DoctorVerdict {
         case .failed(let words):
             return "gate doctor could not send an ICMP echo (\(words))"
         }
-    }
-
-    /// ARP for IPv4, neighbour discovery for IPv6.
-    private static func resolution(_ address: IPAddress) -> String {
-        address.family == .v4 ? "ARP" : "neighbour discovery"
     }
 }
