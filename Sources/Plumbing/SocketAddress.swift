@@ -47,8 +47,12 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var family: Int32 { addressBytes.count == 4 ? AF_INET : AF_INET6 }
 
-    /// Calls `body` with this address as a `sockaddr` pointer and its length.
-    public func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
+    /// Calls `body` with this address as a `sockaddr` pointer and its length. `scopeID`
+    /// is the interface index an IPv6 link-local address needs (`if_nametoindex`); 0 for none.
+    public func withSockaddr<R>(
+        scopeID: UInt32 = 0,
+        _ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R
+    ) rethrows -> R {
         if addressBytes.count == 4 {
             var raw = sockaddr_in()
             raw.sin_family = sa_family_t(AF_INET)
@@ -63,6 +67,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         var raw = sockaddr_in6()
         raw.sin6_family = sa_family_t(AF_INET6)
         raw.sin6_port = port.bigEndian
+        raw.sin6_scope_id = scopeID
         withUnsafeMutableBytes(of: &raw.sin6_addr) { $0.copyBytes(from: addressBytes) }
         return try withUnsafePointer(to: &raw) {
             try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

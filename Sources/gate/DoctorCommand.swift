@@ -17,6 +17,8 @@ struct DoctorCommand: ParsableCommand {
               udp            the ESP32's address resolves and is on-link or loopback
               esp32          the ESP32 is there: it answers an ICMP echo, or the neighbour
                              table says it answered ARP (on-link addresses only)
+              v2             under [esp32] protocol = 2: the ESP32 answers a signed
+                             status query (which moves nothing); WARN if it still takes v1
               mqtt-password  the MQTT password is found (never shown)
               mqtt-tcp       the broker accepts a TCP connection
               mqtt-connect   TLS handshake (if configured) and login, up to the CONNACK
@@ -30,8 +32,9 @@ struct DoctorCommand: ParsableCommand {
             counts as working. A /run/gate that exists but that this account cannot write \
             fails the runtime check: its openings would not share the service's lock.
 
-            Nothing is ever sent to the ESP32's UDP port and nothing is published on the \
-            broker: the doctor cannot trigger the relay. The esp32 check sends ICMP echo \
+            No trigger is ever sent to the ESP32's UDP port (the v2 check's status query \
+            moves nothing) and nothing is published on the broker: the doctor cannot \
+            trigger the relay. The esp32 check sends ICMP echo \
             requests (ping) for at most udp.timeout through an unprivileged ping socket, \
             then reads the kernel's neighbour table for the address: no reply and nobody \
             answering ARP fails the check (is the ESP32 powered and on the network? is \
@@ -48,13 +51,13 @@ struct DoctorCommand: ParsableCommand {
             in that context: `sudo systemd-run --pipe --wait --quiet --uid=gate \
             --property=LoadCredentialEncrypted=mqtt-password /usr/bin/gate doctor`.
 
-            Each line is ok, FAIL or skip, the finding, and under a failure `fix:` with the \
+            Each line is ok, WARN, FAIL or skip, the finding, and under a failure `fix:` with the \
             command to run or the key to edit. With --json: one JSON array of \
-            {"check","status":"ok"|"fail"|"skip","detail","fix"} in the order above.
+            {"check","status":"ok"|"warn"|"fail"|"skip","detail","fix"} in the order above.
 
-            Exit codes: 0 nothing failed (skips are fine); 78 the only failures are \
-            configuration problems (the file missing or invalid, the MQTT password missing \
-            or refused by the broker); 69 anything else failed (a folder, the ESP32 off-link \
+            Exit codes: 0 nothing failed (skips and warnings are fine); 78 the only failures \
+            are configuration problems (the file missing or invalid, the MQTT password \
+            missing or refused by the broker, no v2 key or no signed answer to it); 69 anything else failed (a folder, the ESP32 off-link \
             or not answering, the broker, the GPIO line); 64 bad command line.
             """
     )
@@ -67,14 +70,9 @@ struct DoctorCommand: ParsableCommand {
     func run() throws {
         let logger = globals.makeLogger()
         let report = Doctor.examine(configPath: globals.config, logger: logger, button: DoctorButton.probe)
-        if json {
-            Terminal.printLine(report.json.serialized())
-        } else {
-            Terminal.printLine(report.text)
-        }
-        let status = report.exitStatus
-        if status != ExitStatus.success {
-            throw ExitCode(status)
+        Terminal.printLine(json ? report.json.serialized() : report.text)
+        if report.exitStatus != ExitStatus.success {
+            throw ExitCode(report.exitStatus)
         }
     }
 }

@@ -1,5 +1,3 @@
-import GateCore
-
 /// An MQTT CONNECT (over TLS when configured) up to the broker's CONNACK; nothing
 /// is subscribed or published.
 public enum BrokerFacts: Sendable, Hashable {

@@ -1,5 +1,3 @@
-import GateCore
-
 /// Requesting the button's GPIO line (and releasing it at once).
 public enum ButtonFacts: Sendable, Hashable {
     case opened

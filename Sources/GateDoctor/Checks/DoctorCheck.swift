@@ -1,5 +1,3 @@
-import GateCore
-
 /// The things `gate doctor` checks, in the order it checks and prints them.
 public enum DoctorCheck: String, Sendable, Hashable, CaseIterable {
     case config

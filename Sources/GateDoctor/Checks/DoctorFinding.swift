@@ -1,5 +1,3 @@
-import GateCore
-
 /// What one check found.
 public struct DoctorFinding: Sendable, Hashable {
     /// Why a failed check fails; decides the exit status of the whole run.
@@ -33,20 +31,21 @@ public struct DoctorFinding: Sendable, Hashable {
         self.detail = detail
     }
 
-    public static func ok(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
-        DoctorFinding(check, .ok, detail)
-    }
-
-    public static func warn(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
-        DoctorFinding(check, .warn, detail)
-    }
-
-    public static func skip(_ check: DoctorCheck, _ detail: String) -> DoctorFinding {
-        DoctorFinding(check, .skip, detail)
-    }
+    public static func ok(_ check: DoctorCheck, _ detail: String) -> DoctorFinding { .init(check, .ok, detail) }
+    public static func warn(_ check: DoctorCheck, _ detail: String) -> DoctorFinding { .init(check, .warn, detail) }
+    public static func skip(_ check: DoctorCheck, _ detail: String) -> DoctorFinding { .init(check, .skip, detail) }
 
     public static func fail(_ check: DoctorCheck, _ kind: FailureKind, _ detail: String, fix: String) -> DoctorFinding {
         DoctorFinding(check, .fail(kind, fix: fix), detail)
+    }
+
+    /// The two kinds by name: a verdict says which kind of failure in one word.
+    public static func unavailable(_ check: DoctorCheck, _ detail: String, fix: String) -> DoctorFinding {
+        .fail(check, .unavailable, detail, fix: fix)
+    }
+
+    public static func misconfigured(_ check: DoctorCheck, _ detail: String, fix: String) -> DoctorFinding {
+        .fail(check, .configuration, detail, fix: fix)
     }
 
     public var statusWord: String {
@@ -59,10 +58,7 @@ public struct DoctorFinding: Sendable, Hashable {
     }
 
     public var fix: String? {
-        switch status {
-        case .ok, .warn, .skip: nil
-        case .fail(_, let fix): fix
-        }
+        if case .fail(_, let fix) = status { fix } else { nil }
     }
 
     public var failed: Bool { fix != nil }

@@ -1,5 +1,3 @@
-import GateCore
-
 /// The account the checks ran as: fix hints name it (`sudo usermod -aG gate alice`).
 public struct DoctorUser: Sendable, Hashable {
     public var name: String

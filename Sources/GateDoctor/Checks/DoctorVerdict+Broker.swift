@@ -1,6 +1,6 @@
 import GateCore
 
-/// The verdicts on what lies outside this machine's files: the broker and the GPIO line.
+/// The verdicts on the MQTT broker: a TCP connection, then the login.
 extension DoctorVerdict {
     /// `host:port`, with brackets around an IPv6 literal.
     public static func endpoint(_ mqtt: MQTTConfig) -> String {
@@ -13,17 +13,15 @@ extension DoctorVerdict {
         case .connected(let took):
             return .ok(.mqttTCP, "TCP connection to the MQTT broker at \(broker) in \(took.milliseconds) ms")
         case .failed(let words):
-            return .fail(
+            return .unavailable(
                 .mqttTCP,
-                .unavailable,
                 "cannot reach the MQTT broker at \(broker): \(words)",
                 fix:
                     "start the broker (on its host: `systemctl status mosquitto`), or correct mqtt.host / mqtt.port in \(file)"
             )
         case .noAnswer:
-            return .fail(
+            return .unavailable(
                 .mqttTCP,
-                .unavailable,
                 "no TCP answer from the MQTT broker at \(broker) within \(mqtt.timeout) s (mqtt.timeout)",
                 fix:
                     "the host is down or a firewall drops port \(mqtt.port): check mqtt.host / mqtt.port in \(file) and the network"
@@ -42,22 +40,20 @@ extension DoctorVerdict {
                 "\(tls)\(login) accepted by \(broker) in \(took.milliseconds) ms; disconnected at once, nothing published"
             )
         case .refused(let code, let words):
-            return refusal(code: code, words: words, mqtt: mqtt, broker: broker, login: login, file: file)
+            return refusal(code, "the MQTT broker at \(broker) refused \(login): \(words)", mqtt: mqtt, file: file)
         case .tlsFailed(let words):
             let trust =
                 mqtt.caFile.map { "mqtt.ca_file (\($0)) holds" } ?? "the system's CA store (or an mqtt.ca_file) holds"
-            return .fail(
+            return .unavailable(
                 .mqttConnect,
-                .unavailable,
                 "TLS handshake with the MQTT broker at \(broker) failed: \(words)",
                 fix: "check in \(file) that \(trust) the CA that signed the broker's certificate and that mqtt.host "
                     + "is a name or address in that certificate; if port \(mqtt.port) is not a TLS port, use the broker's "
                     + "TLS port (usually 8883) or set mqtt.tls = false"
             )
         case .connectFailed(let words):
-            return .fail(
+            return .unavailable(
                 .mqttConnect,
-                .unavailable,
                 "cannot reach the MQTT broker at \(broker): \(words)",
                 fix: "start the broker, or correct mqtt.host / mqtt.port in \(file)"
             )
@@ -66,134 +62,52 @@ extension DoctorVerdict {
                 mqtt.tls
                 ? "the broker dropped the connection: its log says why (on its host: `journalctl -u mosquitto`)"
                 : "if port \(mqtt.port) is a TLS port, set mqtt.tls = true (and mqtt.ca_file) in \(file); otherwise the broker's log says why"
-            return .fail(
+            return .unavailable(
                 .mqttConnect,
-                .unavailable,
                 "the MQTT broker at \(broker) closed the connection before answering \(login) (\(words))",
                 fix: fix
             )
         case .noAnswer:
             let what = mqtt.tls ? "no TLS handshake or CONNACK" : "no CONNACK"
-            return .fail(
+            return .unavailable(
                 .mqttConnect,
-                .unavailable,
                 "\(what) from \(broker) within \(mqtt.timeout) s (mqtt.timeout): the port accepts TCP but does not answer as an MQTT broker",
                 fix: "check mqtt.port and mqtt.tls in \(file) against the broker's listeners"
             )
         case .setupFailed(let words):
-            return .fail(
+            return .unavailable(
                 .mqttConnect,
-                .unavailable,
                 "cannot prepare an MQTT client: \(words)",
                 fix: "sudo apt install libmosquitto1"
             )
         }
     }
 
-    private static func refusal(
-        code: Int32,
-        words: String,
-        mqtt: MQTTConfig,
-        broker: String,
-        login: String,
-        file: String
-    ) -> DoctorFinding {
-        let detail = "the MQTT broker at \(broker) refused \(login): \(words)"
+    /// A CONNACK refusal: the login (a configuration problem), the client id, or the broker itself.
+    private static func refusal(_ code: Int32, _ detail: String, mqtt: MQTTConfig, file: String) -> DoctorFinding {
         if code == BrokerFacts.badCredentials || code == BrokerFacts.notAuthorised {
-            let fix: String
-            if let username = mqtt.username {
-                fix =
+            let fix =
+                if let username = mqtt.username {
                     "store the right password of \(username): `gate secret set mqtt-password` (desktop session), for the service "
-                    + "`systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` (\(installedDocs)/credentials.md); "
-                    + "or correct mqtt.username in \(file)"
-            } else {
-                fix =
+                        + "`systemd-creds encrypt --name=mqtt-password - /etc/credstore.encrypted/mqtt-password` (\(installedDocs)/credentials.md); "
+                        + "or correct mqtt.username in \(file)"
+                } else {
                     "the broker wants a login: set mqtt.username in \(file) and store its password with `gate secret set mqtt-password`"
-            }
-            return .fail(.mqttConnect, .configuration, detail, fix: fix)
+                }
+            return .misconfigured(.mqttConnect, detail, fix: fix)
         }
         if code == BrokerFacts.identifierRejected {
-            return .fail(
+            return .misconfigured(
                 .mqttConnect,
-                .configuration,
                 detail,
                 fix: "the broker refuses the client id: shorten mqtt.client_id_prefix in \(file)"
             )
         }
-        return .fail(
+        return .unavailable(
             .mqttConnect,
-            .unavailable,
             detail,
             fix:
                 "check that mqtt.host / mqtt.port in \(file) name an MQTT 3.1.1 broker that is accepting clients (its log says more)"
         )
-    }
-
-    public static func button(
-        _ facts: ButtonFacts,
-        button: ButtonConfig,
-        file: String,
-        user: DoctorUser
-    ) -> DoctorFinding {
-        let line = "line \(button.line) of GPIO chip \(button.chip)"
-        switch facts {
-        case .opened:
-            return .ok(.gpio, "\(line) can be requested for edge events by \(user.name); released at once")
-        case .busy(let daemonPID?, _):
-            return .ok(.gpio, "\(line) is held by `gate daemon` (pid \(daemonPID)), which reads the button")
-        case .busy(nil, let words):
-            return .fail(
-                .gpio,
-                .unavailable,
-                "\(line) is in use by another program: \(words)",
-                fix: "`gpioinfo \(button.chip)` names the consumer of line \(button.line); stop it, "
-                    + "or wire the button to a free line and set button.line in \(file)"
-            )
-        case .noChip(let words, let present):
-            if present.isEmpty {
-                return .fail(
-                    .gpio,
-                    .unavailable,
-                    "\(words) (this machine has no /dev/gpiochip* at all)",
-                    fix: "run `gate doctor` on the host wired to the button: chip \(button.chip) must exist there "
-                        + "(`gpiodetect`) and be readable by group gpio (\(installedGPIORule), from gate's package); "
-                        + "remove [button] from \(file) if this host reads no push button"
-                )
-            }
-            return .fail(
-                .gpio,
-                .unavailable,
-                "\(words) (this machine has \(present.joined(separator: ", ")))",
-                fix:
-                    "set button.chip in \(file) to one of \(present.joined(separator: ", ")) (`gpiodetect` shows their labels)"
-            )
-        case .permissionDenied(let words):
-            return .fail(
-                .gpio,
-                .unavailable,
-                "\(words) (as \(user.described))",
-                fix:
-                    "sudo usermod -aG gpio \(user.name) and log in again; /dev/gpiochip* must belong to group gpio: gate's package "
-                    + "installs the rule \(installedGPIORule); then "
-                    + "`sudo udevadm control --reload && sudo udevadm trigger --subsystem-match=gpio`"
-            )
-        case .noLine(let words):
-            return .fail(
-                .gpio,
-                .unavailable,
-                words,
-                fix: "`gpioinfo \(button.chip)` lists the chip's lines: set button.line in \(file) to the button's line"
-            )
-        case .libraryMissing(let words):
-            return .fail(.gpio, .unavailable, words, fix: "sudo apt install libgpiod2")
-        case .failed(let words):
-            return .fail(
-                .gpio,
-                .unavailable,
-                words,
-                fix:
-                    "`gpioinfo \(button.chip)` shows the chip's lines and who uses them; check button.chip and button.line in \(file)"
-            )
-        }
     }
 }

@@ -16,9 +16,8 @@ extension DoctorVerdict {
                 "no daemon answers on \(socket) (left by a daemon that stopped without removing it): openings connect by themselves"
             )
         case .untrusted(let pid, let uid, let socket):
-            return .fail(
+            return .unavailable(
                 .daemon,
-                .unavailable,
                 "a process of uid \(uid) (pid \(pid)) listens on \(socket): neither root, \(user.name), the runtime folder's owner, nor the service's user \(ControlTrust.serviceUser); openings ignore it and connect by themselves",
                 fix: "stop that process and remove \(socket) (who it is: `ss -xlp | grep control.sock`)"
             )
@@ -35,9 +34,8 @@ extension DoctorVerdict {
             // A part that failed since the start: restarting now is a failure, running again a note.
             for part in daemon.parts { detail += "; \(part.sentence)" }
             if let failing = daemon.parts.first(where: { $0.restartIn != nil }) {
-                return .fail(
+                return .unavailable(
                     .daemon,
-                    .unavailable,
                     detail,
                     fix:
                         "the daemon opens the \(failing.part) again by itself; if it keeps failing, see its log (journalctl -u gate.service)"
@@ -45,9 +43,8 @@ extension DoctorVerdict {
             }
             return .ok(.daemon, detail)
         case .unusable(let socket, let why):
-            return .fail(
+            return .unavailable(
                 .daemon,
-                .unavailable,
                 "cannot ask who serves \(socket): \(why)",
                 fix:
                     "restart the daemon (systemctl restart gate.service, or systemctl --user restart gate-user.service)"

@@ -2,9 +2,6 @@ import GateCore
 
 /// The verdict on the ESP32 itself: is something at `udp.host` on its network?
 extension DoctorVerdict {
-    /// What `sudo sysctl` line opens ping sockets to every group (systemd's default).
-    public static let pingGroupsFix = "sudo sysctl -w net.ipv4.ping_group_range=\"0 2147483647\""
-
     public static func esp32(_ facts: ESP32Facts, host: String, file: String) -> DoctorFinding {
         let who = shown(host, facts.address)
         let entry = try? facts.neighbour.get()
@@ -20,7 +17,7 @@ extension DoctorVerdict {
                 "\(identity) answered an ICMP echo in \(took.humanReadable) on \(facts.interface); \(quiet)"
             )
         }
-        let asked = resolution(facts.address)
+        let asked = facts.address.family == .v4 ? "ARP" : "neighbour discovery"
         if let entry, entry.answered, entry.state.contains(.reachable) || !echoWasSent(facts.echo) {
             return .ok(
                 .esp32,
@@ -29,9 +26,8 @@ extension DoctorVerdict {
             )
         }
         if echoWasSent(facts.echo) || entry?.unanswered == true {
-            return .fail(
+            return .unavailable(
                 .esp32,
-                .unavailable,
                 "no answer from \(who) on \(facts.interface): \(absence(facts, asked: asked))",
                 fix: "is the ESP32 powered and on the network? is udp.host right? (it is \(host) in \(file); "
                     + "`ip neigh show dev \(facts.interface)` lists who answered on that network recently)"
@@ -53,17 +49,13 @@ extension DoctorVerdict {
 
     /// Why nothing is there, from the echo and the neighbour table together.
     private static func absence(_ facts: ESP32Facts, asked: String) -> String {
-        var parts: [String] = []
-        switch facts.echo {
-        case .noReply(let waited):
-            parts.append("no reply to ICMP echo requests within \(waited.humanReadable)")
-        case .unreachable(let words):
-            parts.append("the kernel reports it unreachable (\(words))")
-        case .replied, .notPermitted, .failed:
-            parts.append(echoNote(facts.echo))
-        }
-        parts.append(neighbourNote(facts, asked: asked))
-        return parts.joined(separator: "; ")
+        let echo =
+            switch facts.echo {
+            case .noReply(let waited): "no reply to ICMP echo requests within \(waited.humanReadable)"
+            case .unreachable(let words): "the kernel reports it unreachable (\(words))"
+            case .replied, .notPermitted, .failed: echoNote(facts.echo)
+            }
+        return "\(echo); \(neighbourNote(facts, asked: asked))"
     }
 
     private static func neighbourNote(_ facts: ESP32Facts, asked: String) -> String {
@@ -92,15 +84,12 @@ extension DoctorVerdict {
         case .notPermitted(let range, let gid):
             let setting =
                 range.map { "net.ipv4.ping_group_range is \"\($0)\"" } ?? "net.ipv4.ping_group_range is unreadable"
+            // The sysctl opens ping sockets to every group, as systemd does.
             return "gate doctor could not ask it with an ICMP echo: ping sockets are closed to group \(gid) "
-                + "(\(setting)); to let it ask: `\(pingGroupsFix)` (to keep it, a file in /etc/sysctl.d/)"
+                + "(\(setting)); to let it ask: `sudo sysctl -w net.ipv4.ping_group_range=\"0 2147483647\"` "
+                + "(to keep it, a file in /etc/sysctl.d/)"
         case .failed(let words):
             return "gate doctor could not send an ICMP echo (\(words))"
         }
-    }
-
-    /// ARP for IPv4, neighbour discovery for IPv6.
-    private static func resolution(_ address: IPAddress) -> String {
-        address.family == .v4 ? "ARP" : "neighbour discovery"
     }
 }

@@ -1,4 +1,3 @@
-import GateCore
 import GateNotifications
 
 extension DoctorVerdict {
@@ -14,27 +13,24 @@ extension DoctorVerdict {
                 "the notification server \(name)\(release)\(maker) answers on the session bus: the daemon's notices go there"
             )
         case .noSessionBus:
-            return .fail(
+            return .unavailable(
                 .notify,
-                .unavailable,
                 "[notify] is set in \(file), but there is no D-Bus session bus here ($DBUS_SESSION_BUS_ADDRESS is not set "
                     + "and $XDG_RUNTIME_DIR/bus does not exist): a daemon started like this shows no notifications",
                 fix: "run the daemon in the desktop session, as a systemd user service "
                     + "(`systemctl --user enable --now gate-user.service`), and `gate doctor` from that session"
             )
         case .noServer:
-            return .fail(
+            return .unavailable(
                 .notify,
-                .unavailable,
                 "[notify] is set in \(file), but no notification server runs in this session "
                     + "(nobody owns org.freedesktop.Notifications on the session bus)",
                 fix: "start the desktop's notification server (the desktop's own, dunst, mako), "
                     + "or remove [notify] from \(file)"
             )
         case .failed(let why):
-            return .fail(
+            return .unavailable(
                 .notify,
-                .unavailable,
                 "[notify] is set in \(file), but the notification server cannot be asked: \(why)",
                 fix: "start the desktop's notification server, or remove [notify] from \(file) "
                     + "(`busctl --user status` shows the session bus)"

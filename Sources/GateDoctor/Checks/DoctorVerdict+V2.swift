@@ -21,9 +21,8 @@ extension DoctorVerdict {
             )
         case .silent(let ignored, let budget, let target):
             let others = ignored == 0 ? "" : " (\(ignored) other datagram\(ignored == 1 ? "" : "s") ignored)"
-            return .fail(
+            return .misconfigured(
                 .v2,
-                .configuration,
                 "no signed answer from \(target) to a status query for key \(keyID) within "
                     + "\(budget.humanReadable)\(others): the ESP32 runs a v1 firmware, holds another key for key id "
                     + "\(keyID), or is not there",
@@ -31,16 +30,14 @@ extension DoctorVerdict {
                     + "\"Provisioning a key\"), or set [esp32] protocol = 1 in \(file) while it speaks v1"
             )
         case .unreachable(let why):
-            return .fail(
+            return .unavailable(
                 .v2,
-                .unavailable,
                 "cannot ask the ESP32 for its status: \(why)",
                 fix: "is the ESP32 powered and on the network? is udp.host right? (in \(file))"
             )
         case .noKey(let why):
-            return .fail(
+            return .misconfigured(
                 .v2,
-                .configuration,
                 why,
                 fix: "run `gate key new` and give the key it prints to the firmware, or give the service the systemd "
                     + "credential esp32-key (LoadCredentialEncrypted=esp32-key)"

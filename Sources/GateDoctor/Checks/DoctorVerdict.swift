@@ -16,9 +16,8 @@ public enum DoctorVerdict {
             return .ok(.config, "\(path) (\(origin)) is valid")
         case .notFound(let searched, let suggested):
             let target = suggested ?? "/etc/gate/gate.toml"
-            return .fail(
+            return .misconfigured(
                 .config,
-                .configuration,
                 "no configuration file found (looked in \(searched.joined(separator: ", ")))",
                 fix: "run `gate config init --udp ESP32-ADDRESS` (as this account it writes \(target); "
                     + "with sudo /etc/gate/gate.toml, which the service reads), or copy \(installedExample) "
@@ -29,9 +28,8 @@ public enum DoctorVerdict {
                 if !list.contains(key) { list.append(key) }
             }
             let what = keys.isEmpty ? "correct \(path) as described" : "edit \(keys.joined(separator: ", ")) in \(path)"
-            return .fail(
+            return .misconfigured(
                 .config,
-                .configuration,
                 problems.map(\.description).joined(separator: "\n"),
                 fix: "\(what), then run `gate config check --config \(path)`"
             )
@@ -40,13 +38,12 @@ public enum DoctorVerdict {
 
     /// Why no folder could be chosen at all (`RuntimePaths.resolve` failed).
     public static func unresolved(_ check: DoctorCheck, _ message: String) -> DoctorFinding {
-        .fail(
+        .unavailable(
             check,
-            .unavailable,
             message,
             fix: "install gate's package, or make the folders with its tmpfiles.d entry "
                 + "(`sudo systemd-tmpfiles --create \(installedTmpfiles)` makes /run/gate and /var/lib/gate), "
-                + "or set \(check == .state ? "$GATE_STATE_DIR" : "$GATE_RUNTIME_DIR") to a folder you can write"
+                + "or set $\(variable(check)) to a folder you can write"
         )
     }
 
@@ -60,9 +57,8 @@ public enum DoctorVerdict {
         user: DoctorUser
     ) -> DoctorFinding {
         if let shared = sharedUnwritable {
-            return .fail(
+            return .unavailable(
                 .runtime,
-                .unavailable,
                 "\(shared) exists but is not writable for \(user.described): openings from this account "
                     + "use \(folder.path) and do not share the lock and the status with the service",
                 fix: "sudo usermod -aG gate \(user.name), then log out and in again (or run `newgrp gate`)"
@@ -76,20 +72,21 @@ public enum DoctorVerdict {
             let state = heldNow ? "an opening holds it now" : "free"
             return .ok(.runtime, "\(usable(folder, user: user)); the lock is readable and writable (\(state))")
         case .notUsable(let path, let why):
-            let fix: String
-            switch folder.origin {
-            case .shared: fix = "sudo chgrp gate \(path) && sudo chmod 0660 \(path)"
-            case .environment, .personal:
-                fix =
-                    "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
-            }
-            return .fail(
+            let fix =
+                folder.origin == .shared
+                ? "sudo chgrp gate \(path) && sudo chmod 0660 \(path)"
+                : "remove \(path) (the next opening makes it again) or make it readable and writable for \(user.name)"
+            return .unavailable(
                 .runtime,
-                .unavailable,
                 "the lock \(path) cannot be opened for reading and writing by \(user.described): \(why)",
                 fix: fix
             )
         }
+    }
+
+    /// The environment variable that names the folder of a check (runtime or state).
+    private static func variable(_ check: DoctorCheck) -> String {
+        check == .state ? "GATE_STATE_DIR" : "GATE_RUNTIME_DIR"
     }
 
     /// The state folder (the history).
@@ -100,52 +97,38 @@ public enum DoctorVerdict {
 
     /// "/run/gate (shared, group gate) is writable for alice", or how it will be made.
     private static func usable(_ folder: FolderFacts, user: DoctorUser) -> String {
-        let origin: String
-        switch folder.origin {
-        case .environment(let variable): origin = "from $\(variable)"
-        case .shared: origin = "shared, group gate"
-        case .personal: origin = "this account's own"
-        }
-        switch folder.state {
-        case .missing(let ancestor, _):
-            return
-                "\(folder.path) (\(origin)) does not exist yet; the first opening makes it (\(ancestor) is writable for \(user.name))"
-        case .writable, .notWritable, .notDirectory:
+        let origin =
+            switch folder.origin {
+            case .environment(let variable): "from $\(variable)"
+            case .shared: "shared, group gate"
+            case .personal: "this account's own"
+            }
+        guard case .missing(let ancestor, _) = folder.state else {
             return "\(folder.path) (\(origin)) is writable for \(user.name)"
         }
+        return
+            "\(folder.path) (\(origin)) does not exist yet; the first opening makes it (\(ancestor) is writable for \(user.name))"
     }
 
     private static func folderFailure(_ check: DoctorCheck, _ folder: FolderFacts, user: DoctorUser) -> DoctorFinding? {
         let path = folder.path
-        let elsewhere: String
-        switch folder.origin {
-        case .environment(let variable): elsewhere = "point $\(variable) at a folder \(user.name) can write"
-        case .shared: elsewhere = "sudo usermod -aG gate \(user.name), then log out and in again"
-        case .personal:
-            elsewhere =
-                "set $\(check == .state ? "GATE_STATE_DIR" : "GATE_RUNTIME_DIR") to a folder \(user.name) can write"
-        }
+        let elsewhere =
+            switch folder.origin {
+            case .environment(let variable): "point $\(variable) at a folder \(user.name) can write"
+            case .shared: "sudo usermod -aG gate \(user.name), then log out and in again"
+            case .personal: "set $\(variable(check)) to a folder \(user.name) can write"
+            }
         switch folder.state {
         case .writable, .missing(_, creatable: true):
             return nil
         case .notDirectory:
-            return .fail(
-                check,
-                .unavailable,
-                "\(path) is not a folder",
-                fix: "remove or rename \(path), or \(elsewhere)"
-            )
+            return .unavailable(check, "\(path) is not a folder", fix: "remove or rename \(path), or \(elsewhere)")
         case .notWritable(let why):
-            let fix: String
-            switch folder.origin {
-            case .shared: fix = elsewhere
-            case .environment, .personal: fix = "as its owner: chmod u+rwx \(path); or \(elsewhere)"
-            }
-            return .fail(check, .unavailable, "\(path) is not writable for \(user.described): \(why)", fix: fix)
+            let fix = folder.origin == .shared ? elsewhere : "as its owner: chmod u+rwx \(path); or \(elsewhere)"
+            return .unavailable(check, "\(path) is not writable for \(user.described): \(why)", fix: fix)
         case .missing(let ancestor, creatable: false):
-            return .fail(
+            return .unavailable(
                 check,
-                .unavailable,
                 "\(path) does not exist and cannot be made: \(ancestor) is not writable for \(user.described)",
                 fix: "create it for \(user.name) (sudo install -d -o \(user.name) -m 0700 \(path)), or \(elsewhere)"
             )
@@ -153,6 +136,7 @@ public enum DoctorVerdict {
     }
 
     public static func udp(_ facts: UDPFacts, host: String, file: String, mqttConfigured: Bool) -> DoctorFinding {
+        let nameFix = "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
         let consequence =
             mqttConfigured ? "openings skip UDP at once and use MQTT" : "openings skip UDP and, with no [mqtt], fail"
         let networkFix =
@@ -167,32 +151,24 @@ public enum DoctorVerdict {
                 "\(shown(host, address)) is on the network of \(interface); nothing was sent to its UDP port"
             )
         case .verdict(let address, .offLink):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "\(shown(host, address)) is not on a directly connected network: \(consequence)",
                 fix: networkFix
             )
         case .unresolved(let message):
-            return .fail(
-                .udp,
-                .unavailable,
-                "\(message): \(consequence)",
-                fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
-            )
+            return .unavailable(.udp, "\(message): \(consequence)", fix: nameFix)
         case .lookupTimedOut(let budget):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "no answer from the name service for \(host) within \(budget.humanReadable) (udp.timeout): "
                     + (mqttConfigured
                         ? "openings wait that long, then use MQTT" : "openings wait that long, then fail"),
-                fix: "check udp.host in \(file), or the name service (/etc/hosts, DNS); an IP literal needs neither"
+                fix: nameFix
             )
         case .noInterfaceTable(let message):
-            return .fail(
+            return .unavailable(
                 .udp,
-                .unavailable,
                 "cannot read this machine's interfaces (\(message)): \(consequence)",
                 fix: networkFix
             )
@@ -215,16 +191,14 @@ public enum DoctorVerdict {
             return .ok(.mqttPassword, "the password of MQTT user \(username) was found in \(place)")
         case .missing(let notes):
             let tried = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
-            return .fail(
+            return .misconfigured(
                 .mqttPassword,
-                .configuration,
                 "mqtt.username is \(username) but no MQTT password was found\(tried)",
                 fix: store
             )
         case .unusable(let source, let why):
-            return .fail(
+            return .misconfigured(
                 .mqttPassword,
-                .configuration,
                 "the MQTT password from \(source) cannot be used: \(why)",
                 fix: "store it again: " + store
             )

@@ -1,5 +1,3 @@
-import GateCore
-
 /// A folder `gate` writes to (the runtime folder, the state folder).
 public struct FolderFacts: Sendable, Hashable {
     /// Which rule of docs/CONTRACT.md#the-runtime-and-state-folders chose the folder.

@@ -1,5 +1,3 @@
-import GateCore
-
 /// The opening lock in the runtime folder.
 public enum LockFacts: Sendable, Hashable {
     /// No lock file yet: the first opening makes it.

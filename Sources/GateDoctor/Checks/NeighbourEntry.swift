@@ -55,11 +55,6 @@ public struct NeighbourEntry: Sendable, Hashable {
 
     /// `2e:6d:87:25:64:d0`.
     public var linkAddressText: String? {
-        linkAddress.map { bytes in
-            bytes.map { byte in
-                let digits = String(byte, radix: 16)
-                return digits.count == 1 ? "0" + digits : digits
-            }.joined(separator: ":")
-        }
+        linkAddress.map { $0.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined(separator: ":") }
     }
 }

@@ -1,5 +1,3 @@
-import GateCore
-
 /// Why the neighbour table could not be read (the failing call and its words).
 public struct NeighbourTableError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String

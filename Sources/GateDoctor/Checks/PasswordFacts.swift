@@ -1,5 +1,3 @@
-import GateCore
-
 /// The MQTT password lookup (never the password itself).
 public enum PasswordFacts: Sendable, Hashable {
     case found(source: String, location: String?)

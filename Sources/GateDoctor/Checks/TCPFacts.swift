@@ -1,5 +1,3 @@
-import GateCore
-
 /// A plain TCP connection to the broker, with nothing sent.
 public enum TCPFacts: Sendable, Hashable {
     case connected(Duration)

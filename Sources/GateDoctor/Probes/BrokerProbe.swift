@@ -54,7 +54,7 @@ final class BrokerProbe: Sendable {
         do throws(MosquittoError) {
             try client.connect(host: mqtt.host, port: Int32(mqtt.port), keepAlive: 60)
         } catch {
-            let words = error.description + lastErrorSuffix
+            let words = error.description + (lastError.withLock { $0 }.map { " (\($0))" } ?? "")
             settle(tls && error.code == Self.tlsErrorCode ? .tlsFailed(words) : .connectFailed(words))
             return
         }
@@ -71,10 +71,6 @@ final class BrokerProbe: Sendable {
         _ = settled.wait(until: nil)
         client.disconnect()
         client.stopLoop(force: false)
-    }
-
-    private var lastErrorSuffix: String {
-        lastError.withLock { $0 }.map { " (\($0))" } ?? ""
     }
 
     /// Runs on libmosquitto's thread (and, for log lines, inside `connect`).

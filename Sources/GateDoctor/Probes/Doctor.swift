@@ -32,13 +32,8 @@ public enum Doctor {
         )
 
         guard let (config, file) = loaded else {
-            let why = "not checked: no valid configuration"
-            for check in [
-                DoctorCheck.udp, .esp32, .v2, .mqttPassword, .mqttTCP, .mqttConnect, .gpio, .homeassistant, .notify,
-            ] {
-                findings.append(.skip(check, why))
-            }
-            return DoctorReport(findings: findings)
+            let unchecked = DoctorCheck.allCases.filter { check in !findings.contains { $0.check == check } }
+            return DoctorReport(findings: findings + unchecked.map { .skip($0, "not checked: no valid configuration") })
         }
 
         if let udp = config.udp {
@@ -52,20 +47,13 @@ public enum Doctor {
         }
         findings.append(v2(config, file: file, environment: environment, logger: logger))
 
-        let (mqttFindings, homeAssistant) = mqtt(
-            config.mqtt,
-            homeAssistant: config.homeAssistant,
-            file: file,
-            environment: environment,
-            logger: logger
-        )
+        let (mqttFindings, homeAssistant) = mqtt(config, file: file, environment: environment, logger: logger)
         findings += mqttFindings
 
-        if let buttonConfig = config.button {
-            findings.append(DoctorVerdict.button(button(buttonConfig), button: buttonConfig, file: file, user: user))
-        } else {
-            findings.append(.skip(.gpio, "no [button] table: this host reads no push button"))
-        }
+        findings.append(
+            config.button.map { DoctorVerdict.button(button($0), button: $0, file: file, user: user) }
+                ?? .skip(.gpio, "no [button] table: this host reads no push button")
+        )
         findings.append(homeAssistant)
         if config.notify != nil {
             let facts = DesktopNotifications(environment: environment).serverFacts()
@@ -92,50 +80,51 @@ public enum Doctor {
         }
     }
 
+    /// The broker's checks, each needing the one before, and Home Assistant's, which needs
+    /// the login: returned apart, since the gpio check is printed between them.
     private static func mqtt(
-        _ mqtt: MQTTConfig?,
-        homeAssistant: HomeAssistantConfig?,
+        _ config: GateConfig,
         file: String,
         environment: [String: String],
         logger: Logger
     ) -> ([DoctorFinding], DoctorFinding) {
-        guard let mqtt else {
+        guard let mqtt = config.mqtt else {
             let why = "no [mqtt] table: no MQTT fallback"
             return (
                 [.skip(.mqttPassword, why), .skip(.mqttTCP, why), .skip(.mqttConnect, why)],
                 .skip(.homeassistant, "no [homeassistant] table")
             )
         }
-        var findings: [DoctorFinding] = []
         // Released (and so wiped) when this function returns.
-        var password: Secret?
-        var loginPossible = true
+        let password: Secret?
+        let found: DoctorFinding
         if let username = mqtt.username {
             let (facts, secret) = DoctorProbe.password(environment: environment)
             password = secret
-            let finding = DoctorVerdict.password(facts, username: username)
-            loginPossible = !finding.failed
-            findings.append(finding)
+            found = DoctorVerdict.password(facts, username: username)
         } else {
-            findings.append(.skip(.mqttPassword, "no mqtt.username: the broker is asked for an anonymous login"))
+            password = nil
+            found = .skip(.mqttPassword, "no mqtt.username: the broker is asked for an anonymous login")
         }
-
         let tcp = DoctorVerdict.tcp(DoctorBroker.tcp(mqtt), mqtt: mqtt, file: file)
-        findings.append(tcp)
+        let connect: DoctorFinding
         if tcp.failed {
-            findings.append(.skip(.mqttConnect, "not checked: the broker cannot be reached over TCP"))
-        } else if !loginPossible {
-            findings.append(.skip(.mqttConnect, "not checked: no usable password for mqtt.username"))
+            connect = .skip(.mqttConnect, "not checked: the broker cannot be reached over TCP")
+        } else if found.failed {
+            connect = .skip(.mqttConnect, "not checked: no usable password for mqtt.username")
         } else {
             let facts = DoctorBroker.connect(mqtt, password: password)
             logger.debug(
                 "doctor: broker",
                 metadata: ["broker": "\(DoctorVerdict.endpoint(mqtt))", "facts": "\(facts)"]
             )
-            findings.append(DoctorVerdict.broker(facts, mqtt: mqtt, file: file))
+            connect = DoctorVerdict.broker(facts, mqtt: mqtt, file: file)
         }
-        guard let homeAssistant else { return (findings, .skip(.homeassistant, "no [homeassistant] table")) }
-        guard let connect = findings.last, connect.check == .mqttConnect, connect.status == .ok else {
+        let findings = [found, tcp, connect]
+        guard let homeAssistant = config.homeAssistant else {
+            return (findings, .skip(.homeassistant, "no [homeassistant] table"))
+        }
+        guard connect.status == .ok else {
             return (findings, .skip(.homeassistant, "not checked: the broker login did not succeed"))
         }
         return (findings, homeAssistantCheck(mqtt, homeAssistant, password: password, file: file))
@@ -164,17 +153,15 @@ public enum Doctor {
                 "the broker accepts the subscription to the command topic \(topics.command); device \"\(ha.name)\" is announced under \(ha.discoveryPrefix)/"
             )
         case .success:
-            return .fail(
+            return .unavailable(
                 .homeassistant,
-                .unavailable,
                 "the broker refused the subscription to the command topic \(topics.command): Home Assistant's button would never reach the daemon",
                 fix:
                     "let \(user) read \(topics.command) and \(topics.homeAssistantStatus), and write \(ha.discoveryPrefix)/# and gate/\(ha.nodeID)/#, in the broker's ACL (/usr/share/doc/gate/homeassistant.md, and its example examples/mosquitto-homeassistant.acl)"
             )
         case .failure(let failure):
-            return .fail(
+            return .unavailable(
                 .homeassistant,
-                .unavailable,
                 "cannot check the command topic \(topics.command): \(failure)",
                 fix: "check the broker named in [mqtt] of \(file)"
             )
@@ -183,24 +170,18 @@ public enum Doctor {
 
     /// Which daemon serves the runtime folder: asked on its control socket.
     private static func daemon(environment: [String: String], user: DoctorUser, configPath: String?) -> DoctorFinding {
-        switch RuntimePaths.resolve(environment: environment) {
-        case .success(let paths):
-            return DoctorVerdict.daemon(DoctorProbe.daemon(paths), user: user, configPath: configPath)
-        case .failure:
+        guard case .success(let paths) = RuntimePaths.resolve(environment: environment) else {
             return .skip(.daemon, "not checked: no usable runtime folder")
         }
+        return DoctorVerdict.daemon(DoctorProbe.daemon(paths), user: user, configPath: configPath)
     }
 
     /// The runtime and the state folder. `RuntimePaths.resolve` reports only the first
     /// folder it cannot choose; each is asked for again with the other one given, so
     /// that both are checked and each failure carries its own words.
     private static func folders(environment: [String: String], user: DoctorUser) -> [DoctorFinding] {
-        var stateGiven = environment
-        stateGiven["GATE_STATE_DIR"] = "/"
-        var runtimeGiven = environment
-        runtimeGiven["GATE_RUNTIME_DIR"] = "/"
         let runtime: DoctorFinding
-        switch RuntimePaths.resolve(environment: stateGiven) {
+        switch RuntimePaths.resolve(environment: environment.merging(["GATE_STATE_DIR": "/"]) { $1 }) {
         case .success(let paths):
             let (folder, lock, sharedUnwritable) = DoctorProbe.runtime(paths, environment: environment)
             runtime = DoctorVerdict.runtime(folder, lock: lock, sharedUnwritable: sharedUnwritable, user: user)
@@ -209,17 +190,13 @@ public enum Doctor {
             let shared = error.unusableShared ?? RuntimePaths.sharedRuntimeDirectory
             var state = DoctorProbe.folderState(shared)
             if case .writable = state { state = .notWritable(why: "access: \(SystemError.text(for: EACCES))") }
-            runtime = DoctorVerdict.runtime(
-                FolderFacts(path: shared, origin: .shared, state: state),
-                lock: .absent,
-                sharedUnwritable: nil,
-                user: user
-            )
+            let folder = FolderFacts(path: shared, origin: .shared, state: state)
+            runtime = DoctorVerdict.runtime(folder, lock: .absent, sharedUnwritable: nil, user: user)
         case .failure(let error):
             runtime = DoctorVerdict.unresolved(.runtime, error.message)
         }
         let state: DoctorFinding
-        switch RuntimePaths.resolve(environment: runtimeGiven) {
+        switch RuntimePaths.resolve(environment: environment.merging(["GATE_RUNTIME_DIR": "/"]) { $1 }) {
         case .success(let paths):
             state = DoctorVerdict.state(DoctorProbe.state(paths, environment: environment), user: user)
         case .failure(let error):

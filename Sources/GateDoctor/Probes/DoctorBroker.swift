@@ -58,5 +58,4 @@ public enum DoctorBroker {
         }
         return probe.outcome ?? .noAnswer
     }
-
 }

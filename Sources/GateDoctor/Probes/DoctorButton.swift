@@ -46,29 +46,15 @@ public enum DoctorButton {
 
     /// The GPIO character devices of this machine (`gpiochip0`, …), sorted.
     static func presentChips() -> [String] {
-        guard let directory = opendir("/dev") else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix("gpiochip") { names.append(name) }
-        }
-        return names.sorted()
+        names(in: "/dev").filter { $0.hasPrefix("gpiochip") }.sorted()
     }
 
     /// The pid of a running `gate daemon` other than this process, read from /proc:
     /// a line held by it is the button working, not a conflict. Processes this
     /// account may not see (hidepid) are not found, and the line is then reported busy.
     static func runningDaemon() -> Int32? {
-        guard let directory = opendir("/proc") else { return nil }
-        defer { closedir(directory) }
         let me = getpid()
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+        for name in names(in: "/proc") {
             guard let pid = Int32(name), pid != me else { continue }
             guard case .success(let bytes) = FileBytes.read("/proc/\(name)/cmdline", limit: 4096) else { continue }
             let arguments = bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
@@ -76,5 +62,19 @@ public enum DoctorButton {
             if arguments.dropFirst().contains("daemon") { return pid }
         }
         return nil
+    }
+
+    /// The entries of a folder; none when it cannot be read.
+    private static func names(in path: String) -> [String] {
+        guard let directory = opendir(path) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            names.append(name)
+        }
+        return names
     }
 }

@@ -71,24 +71,9 @@ public enum DoctorProbe {
         _ paths: RuntimePaths,
         environment: [String: String]
     ) -> (FolderFacts, LockFacts, sharedUnwritable: String?) {
-        let shared = "/run/gate"
-        let origin: FolderFacts.Origin
-        if RuntimePaths.nonEmpty(environment["GATE_RUNTIME_DIR"]) != nil {
-            origin = .environment("GATE_RUNTIME_DIR")
-        } else if paths.runtimeDirectory == shared {
-            origin = .shared
-        } else {
-            origin = .personal
-        }
-        var sharedUnwritable: String?
-        if case .personal = origin, access(shared, F_OK) == 0 {
-            sharedUnwritable = shared
-        }
-        let folder = FolderFacts(
-            path: paths.runtimeDirectory,
-            origin: origin,
-            state: folderState(paths.runtimeDirectory)
-        )
+        let shared = RuntimePaths.sharedRuntimeDirectory
+        let runtime = folder(paths.runtimeDirectory, variable: "GATE_RUNTIME_DIR", shared: shared, environment)
+        let sharedUnwritable = runtime.origin == .personal && access(shared, F_OK) == 0 ? shared : nil
         let lock: LockFacts
         // Opened the way an opener opens it (SharedFile: no link followed, a regular file).
         switch SharedFile.open(paths.lockFile, access: .readWrite) {
@@ -101,20 +86,27 @@ public enum DoctorProbe {
         case .failure(let error):
             lock = .notUsable(path: paths.lockFile, why: error.reason)
         }
-        return (folder, lock, sharedUnwritable)
+        return (runtime, lock, sharedUnwritable)
     }
 
     /// The state folder (the history).
     public static func state(_ paths: RuntimePaths, environment: [String: String]) -> FolderFacts {
-        let origin: FolderFacts.Origin
-        if RuntimePaths.nonEmpty(environment["GATE_STATE_DIR"]) != nil {
-            origin = .environment("GATE_STATE_DIR")
-        } else if paths.stateDirectory == "/var/lib/gate" {
-            origin = .shared
-        } else {
-            origin = .personal
-        }
-        return FolderFacts(path: paths.stateDirectory, origin: origin, state: folderState(paths.stateDirectory))
+        folder(paths.stateDirectory, variable: "GATE_STATE_DIR", shared: "/var/lib/gate", environment)
+    }
+
+    /// A folder and the rule that chose it: `variable` when set, else the deploy files'
+    /// `shared` folder, else the account's own.
+    private static func folder(
+        _ path: String,
+        variable: String,
+        shared: String,
+        _ environment: [String: String]
+    ) -> FolderFacts {
+        let origin: FolderFacts.Origin =
+            RuntimePaths.nonEmpty(environment[variable]) != nil
+            ? .environment(variable)
+            : (path == shared ? .shared : .personal)
+        return FolderFacts(path: path, origin: origin, state: folderState(path))
     }
 
     /// `access(2)` with this process's ids: what `gate` itself will be allowed to do.

@@ -38,7 +38,11 @@ public enum ESP32Probe {
             return .failed(SystemError("socket", code: code).description)
         }
         defer { close(fd) }
-        let connected = withSockaddr(address, interface: interface) { connect(fd, $0, $1) }
+        // Port 0: a ping socket has no ports. A link-local IPv6 address needs its interface.
+        let linkLocal = address.family == .v6 && address.bytes[0] == 0xFE && address.bytes[1] & 0xC0 == 0x80
+        let connected = SocketAddress(ip: address, port: 0).withSockaddr(
+            scopeID: linkLocal ? if_nametoindex(interface) : 0
+        ) { connect(fd, $0, $1) }
         guard connected == 0 else { return failure(SystemError("connect")) }
 
         let started = MonotonicClock.now()
@@ -96,34 +100,5 @@ public enum ESP32Probe {
     static func pingGroupRange() -> String? {
         guard case .success(let text) = FileText.read(rangeFile, limit: 256) else { return nil }
         return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).joined(separator: " ")
-    }
-
-    /// The address with port 0, and for an IPv6 link-local one the interface's scope.
-    private static func withSockaddr<R>(
-        _ address: IPAddress,
-        interface: String,
-        _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
-    ) -> R {
-        if address.family == .v4 {
-            var value = sockaddr_in()
-            value.sin_family = sa_family_t(AF_INET)
-            withUnsafeMutableBytes(of: &value.sin_addr) { $0.copyBytes(from: address.bytes) }
-            return withUnsafePointer(to: &value) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        }
-        var value = sockaddr_in6()
-        value.sin6_family = sa_family_t(AF_INET6)
-        withUnsafeMutableBytes(of: &value.sin6_addr) { $0.copyBytes(from: address.bytes) }
-        if address.bytes[0] == 0xFE, address.bytes[1] & 0xC0 == 0x80 {
-            value.sin6_scope_id = if_nametoindex(interface)
-        }
-        return withUnsafePointer(to: &value) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-            }
-        }
     }
 }
