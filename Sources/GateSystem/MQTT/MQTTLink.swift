@@ -4,9 +4,11 @@ import Mosquitto
 import Plumbing
 import Synchronization
 
-/// The daemon's warm connection to the broker (docs/CONTRACT.md#gate-daemon): connected
-/// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
-/// topic, so that a button opening publishes its trigger without connecting first.
+/// A connection to the broker subscribed to the status topic, through which MQTT
+/// openings publish (`LinkAdapter`): the daemon's warm link (docs/CONTRACT.md#gate-daemon),
+/// connected at start so that a button opening publishes without connecting first;
+/// `gate open`'s, for the length of its opening; or the daemon's for one attempt.
+/// Reconnects with backoff (1 s to 30 s).
 ///
 /// Status messages go to the opening running in this process, whatever adapter
 /// it uses (`StatusFeed`: evidence for its machine), or, when none runs, to
@@ -162,7 +164,7 @@ public final class MQTTLink: StatusFeed {
         OSThread.detach { [self] in connectLoop() }
     }
 
-    /// Disconnects and ends the link's threads; an exchange still running is told
+    /// Disconnects and ends the link's threads; an attempt still publishing through it is told
     /// the link went away. Safe to call more than once.
     public func stop() {
         // A clean DISCONNECT makes the broker drop the will: say it ourselves first, and
@@ -231,10 +233,13 @@ public final class MQTTLink: StatusFeed {
         if config.username != nil {
             switch credentials.mqttPassword() {
             case .success(let secret): password = secret
-            case .failure(let failure): return .failure(LinkFailure(.misconfigured(failure.message)))
+            case .failure(let failure):
+                logger.info("no usable MQTT password", metadata: ["looked": "\(failure.looked)"])
+                return .failure(LinkFailure(.misconfigured(failure.message)))
             }
         }
-        if tcpFirst, let silence = topic.tcpSilence(until: MonotonicClock.now() + .seconds(fromConfig: config.timeout)) {
+        if tcpFirst, let silence = topic.tcpSilence(until: MonotonicClock.now() + .seconds(fromConfig: config.timeout))
+        {
             return .failure(LinkFailure(.unreachable(silence)))
         }
         do {
@@ -327,7 +332,11 @@ public final class MQTTLink: StatusFeed {
     /// the extras are subscribed.
     private func connected(_ code: Int32) {
         guard code == 0 else {
-            failed(.unreachable("MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))"))
+            failed(
+                .unreachable(
+                    "MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))"
+                )
+            )
             logger.log(
                 level: troubleLevel,
                 "MQTT broker refused the link; retrying",
@@ -457,7 +466,10 @@ public final class MQTTLink: StatusFeed {
             break
         case (false, _) where !config.tls:
             // A TLS listener drops a plaintext CONNECT without a word.
-            logger.info("the connection closed before the CONNACK", metadata: ["broker": "\(broker)", "detail": "\(words)"])
+            logger.info(
+                "the connection closed before the CONNACK",
+                metadata: ["broker": "\(broker)", "detail": "\(words)"]
+            )
             failed(.unreachable(topic.tlsPortWords))
         case (_, false):
             failed(.unreachable("lost the connection to MQTT broker at \(broker) (\(words))"))

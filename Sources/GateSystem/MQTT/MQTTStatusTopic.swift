@@ -6,9 +6,9 @@ import Plumbing
 import Glibc
 #endif
 
-/// What the one-shot exchange and the daemon's link both need of the broker:
+/// What every MQTT session (`MQTTLink`, `MQTTOneShot`) needs of the broker:
 /// its name in messages, the subscription's verdict, and which status messages
-/// are relay news (docs/CONTRACT.md#protocol-over-mqtt). Written once for both.
+/// are relay news (docs/CONTRACT.md#protocol-over-mqtt). Written once for all.
 public struct MQTTStatusTopic: Sendable {
     let config: MQTTConfig
 

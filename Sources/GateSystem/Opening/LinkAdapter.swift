@@ -27,7 +27,12 @@ public struct LinkAdapter: GateAdapter {
     /// status messages the attempt's own.
     let ownsLink: Bool
 
-    public init(link: MQTTLink, request: (topic: String, payload: [UInt8])? = nil, failFast: Bool, ownsLink: Bool = false) {
+    public init(
+        link: MQTTLink,
+        request: (topic: String, payload: [UInt8])? = nil,
+        failFast: Bool,
+        ownsLink: Bool = false
+    ) {
         self.link = link
         self.request = request
         self.failFast = failFast
@@ -58,7 +63,9 @@ public struct LinkAdapter: GateAdapter {
         let waiting = Waiting()
         let adapter = self
         if let failure = OSThread.detach({ adapter.wait(ticket, waiting) }) {
-            ticket.report(.unreachable("cannot wait for the MQTT link: \(SystemError("pthread_create", code: failure))"))
+            ticket.report(
+                .unreachable("cannot wait for the MQTT link: \(SystemError("pthread_create", code: failure))")
+            )
             ticket.finish()
             release()
             return AttemptCancel {}
