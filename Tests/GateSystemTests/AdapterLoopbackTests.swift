@@ -77,9 +77,9 @@ struct AdapterLoopbackTests {
     }
 
     @Test(
-        "MQTT one-shot on a real broker: SUBACK before the publish, a retained 1 ignored, a trigger met with silence is no_answer with trigger_sent"
+        "MQTT through a link of the attempt's own on a real broker: SUBACK before the publish, a retained 1 ignored, a trigger met with silence is no_answer with trigger_sent"
     )
-    func mqttOneShotExchange() async throws {
+    func mqttOwnLinkExchange() async throws {
         let broker = try MosquittoBroker()
         // Another client's cycle, long over: stale by definition, delivered with the SUBACK.
         try broker.publish(topic: Self.statusTopic, payload: "1", retained: true)
@@ -94,10 +94,10 @@ struct AdapterLoopbackTests {
         let clientID = Mutex<String?>(nil)
         let subackBeforePublish = Mutex<Bool?>(nil)
         let logs = LogCapture { entry in
-            if entry.message == "connecting", let id = entry.metadata["client_id"] {
+            if entry.message == "MQTT link connecting", let id = entry.metadata["client_id"] {
                 clientID.withLock { $0 = id }
             }
-            if entry.message == "trigger published" {
+            if entry.message == "trigger published through the MQTT link" {
                 let id = clientID.withLock { $0 } ?? "?"
                 subackBeforePublish.withLock { $0 = broker.logText.contains("Sending SUBACK to \(id)") }
             }
@@ -107,11 +107,13 @@ struct AdapterLoopbackTests {
             mqtt: MQTTConfig(host: "127.0.0.1", port: Int(proxy.port), timeout: 5),
             runtime: RuntimeConfig()
         )
-        let mqtt = MQTTAdapter(
+        let link = try MQTTLink(
             config: try #require(config.mqtt),
             credentials: CredentialLookup(sources: []),
-            logger: logs.logger()
+            logger: logs.logger(),
+            onUnclaimed: { _, _ in }
         )
+        let mqtt = LinkAdapter(link: link, failFast: true, ownsLink: true)
 
         let opening = Task {
             await bench.open(
@@ -134,7 +136,7 @@ struct AdapterLoopbackTests {
             result.summaries == [AttemptSummary(.mqtt, .noAnswer, sent: true, .noAnswer(budget: budget))],
             "\(logs.text)"
         )
-        let id = try #require(clientID.withLock { $0 }, "the exchange never said its client id\n\(logs.text)")
+        let id = try #require(clientID.withLock { $0 }, "the link never said its client id\n\(logs.text)")
         #expect(
             subackBeforePublish.withLock { $0 } == true,
             "the trigger was published before the broker sent its SUBACK\n\(broker.logText)"

@@ -4,9 +4,11 @@ import Mosquitto
 import Plumbing
 import Synchronization
 
-/// The daemon's warm connection to the broker (docs/CONTRACT.md#gate-daemon): connected
-/// at start, reconnecting with backoff (1 s to 30 s), subscribed to the status
-/// topic, so that a button opening publishes its trigger without connecting first.
+/// A connection to the broker subscribed to the status topic, through which MQTT
+/// openings publish (`LinkAdapter`): the daemon's warm link (docs/CONTRACT.md#gate-daemon),
+/// connected at start so that a button opening publishes without connecting first;
+/// `gate open`'s, for the length of its opening; or the daemon's for one attempt.
+/// Reconnects with backoff (1 s to 30 s).
 ///
 /// Status messages go to the opening running in this process, whatever adapter
 /// it uses (`StatusFeed`: evidence for its machine), or, when none runs, to
@@ -32,8 +34,13 @@ public final class MQTTLink: StatusFeed {
     /// (`gate open` waits for its DISCONNECT before the process exits).
     let sessions: MQTTSessions?
     /// The level of "down; retrying" and "refused" lines: warnings for the daemon's
-    /// link, info for an opening's own watch (its opening's words say what it missed).
+    /// link, info for an opening's own link (its opening's words say what it missed).
     let troubleLevel: Logger.Level
+    /// Reach the broker with a plain TCP connection bounded by `config.timeout` before
+    /// libmosquitto's own connect, which blocks until the kernel gives up (about two
+    /// minutes) on a broker that drops packets: for the daemon's links of one attempt,
+    /// which must not leave a thread behind per press.
+    let tcpFirst: Bool
 
     struct LinkState {
         var client: MosquittoClient?
@@ -56,8 +63,13 @@ public final class MQTTLink: StatusFeed {
         /// waits as long as the connect: minutes, to a blackholed broker).
         var connectReturned = false
         var lastError: String?
-        /// A connection failed or was refused: the first one will not be live soon.
-        var failedOnce = false
+        /// Why the latest connection ended before the link was ready, in the words an
+        /// opening reports; `failures` counts them.
+        var failure: AdapterEvent?
+        var failures = 0
+        /// The current connection's failure is recorded: the disconnect that follows a
+        /// refused CONNACK or a failed handshake adds nothing to its words.
+        var failureSaid = false
         /// SUBSCRIBE message ids of `extras.subscriptions` on the current connection.
         var extraSubscribeIDs: [Int32: String] = [:]
         /// CONNACK accepted on the current connection.
@@ -83,6 +95,7 @@ public final class MQTTLink: StatusFeed {
         extras: LinkExtras = LinkExtras(),
         sessions: MQTTSessions? = nil,
         troubleLevel: Logger.Level = .warning,
+        tcpFirst: Bool = false,
         onEvent: @escaping @Sendable (MQTTLink, LinkEvent) -> Void = { _, _ in },
         onOpeningEnded: @escaping @Sendable (RelayObserver.Echoes) -> Void = { _ in },
         onUnclaimed: @escaping @Sendable (_ payload: [UInt8], _ retained: Bool) -> Void
@@ -91,6 +104,7 @@ public final class MQTTLink: StatusFeed {
         self.config = config
         self.sessions = sessions
         self.troubleLevel = troubleLevel
+        self.tcpFirst = tcpFirst
         self.extras = extras
         self.onEvent = onEvent
         self.topic = MQTTStatusTopic(config: config)
@@ -109,7 +123,37 @@ public final class MQTTLink: StatusFeed {
     public var liveSession: UInt64? { state.withLock { $0.ready && !$0.stopped ? $0.session : nil } }
 
     /// A connection failed or was refused since the link started: not worth waiting for.
-    var hasFailed: Bool { state.withLock { $0.failedOnce } }
+    var hasFailed: Bool { state.withLock { $0.failures > 0 } }
+
+    /// Why the link is not ready, for an attempt that waited for it: the latest
+    /// connection's failure, or what it was still waiting for.
+    var notReadyEvent: AdapterEvent {
+        let (failure, connected, lastError) = state.withLock { ($0.failure, $0.connected, $0.lastError) }
+        if let failure { return failure }
+        if connected {
+            return .unreachable("MQTT broker at \(broker) did not acknowledge the subscription within the budget")
+        }
+        return .unreachable(connectFailure("no CONNACK within the budget\(lastError.map { " (\($0))" } ?? "")"))
+    }
+
+    /// The latest connection ended before the link was ready.
+    private func failed(_ event: AdapterEvent) {
+        state.withLock { state in
+            state.failure = event
+            state.failures += 1
+            state.failureSaid = true
+        }
+    }
+
+    /// Why connecting failed, in words: a TLS client at a plain port said so with its
+    /// fix, an untrusted certificate with its fix, anything else with the library's words.
+    private func connectFailure(_ detail: String) -> String {
+        if let words = topic.untrustedCertificateWords(detail: detail) ?? topic.plainPortWords(detail: detail) {
+            logger.info("TLS handshake failed", metadata: ["broker": "\(broker)", "detail": "\(detail)"])
+            return words
+        }
+        return "cannot reach MQTT broker at \(broker): \(detail)"
+    }
 
     /// CONNACK accepted on the current connection: `publish` can send.
     public var isConnected: Bool { state.withLock { $0.connected && !$0.stopped } }
@@ -120,7 +164,7 @@ public final class MQTTLink: StatusFeed {
         OSThread.detach { [self] in connectLoop() }
     }
 
-    /// Disconnects and ends the link's threads; an exchange still running is told
+    /// Disconnects and ends the link's threads; an attempt still publishing through it is told
     /// the link went away. Safe to call more than once.
     public func stop() {
         // A clean DISCONNECT makes the broker drop the will: say it ourselves first, and
@@ -166,10 +210,8 @@ public final class MQTTLink: StatusFeed {
                 waitForWake(milliseconds: -1)
                 return
             case .failure(let reason):
-                state.withLock {
-                    $0.lastError = reason.description
-                    $0.failedOnce = true
-                }
+                state.withLock { $0.lastError = reason.description }
+                failed(reason.event)
                 logger.log(
                     level: troubleLevel,
                     "MQTT link down; retrying",
@@ -191,8 +233,14 @@ public final class MQTTLink: StatusFeed {
         if config.username != nil {
             switch credentials.mqttPassword() {
             case .success(let secret): password = secret
-            case .failure(let failure): return .failure(LinkFailure(failure.description))
+            case .failure(let failure):
+                logger.info("no usable MQTT password", metadata: ["looked": "\(failure.looked)"])
+                return .failure(LinkFailure(.misconfigured(failure.message)))
             }
+        }
+        if tcpFirst, let silence = topic.tcpSilence(until: MonotonicClock.now() + .seconds(fromConfig: config.timeout))
+        {
+            return .failure(LinkFailure(.unreachable(silence)))
         }
         do {
             let client = try MQTTStatusTopic.makeClient(config: config, password: password) { [self] event in
@@ -210,6 +258,7 @@ public final class MQTTLink: StatusFeed {
                 guard !state.stopped else { return false }
                 state.client = client
                 state.connectReturned = false
+                state.failureSaid = false
                 return true
             }
             guard installed else { return .success(()) }
@@ -236,11 +285,11 @@ public final class MQTTLink: StatusFeed {
             } catch {
                 state.withLock { if $0.client === client { $0.client = nil } }
                 let detail = state.withLock { $0.lastError }.map { " (\($0))" } ?? ""
-                return .failure(LinkFailure("cannot reach MQTT broker at \(broker): \(error)\(detail)"))
+                return .failure(LinkFailure(.unreachable(connectFailure("\(error)\(detail)"))))
             }
             return .success(())
         } catch {
-            return .failure(LinkFailure("cannot set up the MQTT client for \(broker): \(error)"))
+            return .failure(LinkFailure(.unreachable("cannot set up the MQTT client for \(broker): \(error)")))
         }
     }
 
@@ -253,9 +302,14 @@ public final class MQTTLink: StatusFeed {
         switch event {
         case .log(let level, let text):
             logger.trace("libmosquitto", metadata: ["link": "mqtt", "text": "\(text)"])
-            if level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning {
-                state.withLock { $0.lastError = text }
+            guard level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning else { return }
+            let connecting = state.withLock { state -> Bool in
+                state.lastError = text
+                return !state.connected && state.client != nil
             }
+            // A TLS handshake that fails inside the network loop is only logged: no
+            // disconnect callback follows.
+            if connecting, level == MosquittoLogLevel.error { failed(.unreachable(connectFailure(text))) }
         case .connected(let code):
             connected(code)
         case .subscribed(let messageID, let granted):
@@ -278,7 +332,11 @@ public final class MQTTLink: StatusFeed {
     /// the extras are subscribed.
     private func connected(_ code: Int32) {
         guard code == 0 else {
-            state.withLock { $0.failedOnce = true }
+            failed(
+                .unreachable(
+                    "MQTT broker at \(broker) refused the connection: \(MosquittoError.connackWords(for: code))"
+                )
+            )
             logger.log(
                 level: troubleLevel,
                 "MQTT broker refused the link; retrying",
@@ -294,6 +352,7 @@ public final class MQTTLink: StatusFeed {
             let id = try client.map { try $0.subscribe(topic: config.statusTopic, qos: 0) }
             state.withLock { $0.subscribeID = id }
         } catch {
+            failed(.unreachable("cannot subscribe to \(config.statusTopic) at \(broker): \(error)"))
             logger.warning(
                 "MQTT link cannot subscribe",
                 metadata: ["topic": "\(config.statusTopic)", "error": "\(error)"]
@@ -344,13 +403,15 @@ public final class MQTTLink: StatusFeed {
         }
         guard expected else { return }
         if MQTTStatusTopic.refused(granted: granted) {
-            logger.error("\(topic.refusalWords)")
+            failed(.unreachable(topic.refusalWords))
+            logger.log(level: troubleLevel, "\(topic.refusalWords)")
             return
         }
         state.withLock {
             $0.ready = true
             $0.session += 1
             $0.lastError = nil
+            $0.failure = nil
         }
         logger.info("MQTT link up", metadata: ["broker": "\(broker)", "topic": "\(config.statusTopic)"])
     }
@@ -366,6 +427,7 @@ public final class MQTTLink: StatusFeed {
             return
         }
         let report = topic.report(topic: name, payload: payload, retained: retained)
+        if retained { logger.debug("retained status ignored", metadata: ["topic": "\(name)"]) }
         typealias Delivery = (observer: (@Sendable (RelayObserver.Report, Bool) -> Void)?, echo: Bool)
         let (observer, echo) = state.withLock { state -> Delivery in
             let echo = report.map { state.echoes.take($0, at: MonotonicClock.now()) } ?? false
@@ -387,15 +449,33 @@ public final class MQTTLink: StatusFeed {
     /// The connection ended: the link is no longer ready, and an attempt that publishes
     /// through it hears that it was lost.
     private func disconnected(_ code: Int32) {
-        let (attempt, stopped, detail) = state.withLock { state -> (AttemptTicket?, Bool, String?) in
-            state.ready = false
-            state.connected = false
-            state.subscribeID = nil
-            return (state.attempt, state.stopped, state.lastError)
+        let (attempt, stopped, detail, phase, said) = state.withLock { state in
+            defer {
+                state.failureSaid = false
+                state.ready = false
+                state.connected = false
+                state.subscribeID = nil
+            }
+            return (state.attempt, state.stopped, state.lastError, (state.connected, state.ready), state.failureSaid)
         }
         endBarriers(where: { _ in true })
         guard code != 0, !stopped else { return }
         let words = detail ?? MosquittoError.words(for: code)
+        switch phase {
+        case _ where said:
+            break
+        case (false, _) where !config.tls:
+            // A TLS listener drops a plaintext CONNECT without a word.
+            logger.info(
+                "the connection closed before the CONNACK",
+                metadata: ["broker": "\(broker)", "detail": "\(words)"]
+            )
+            failed(.unreachable(topic.tlsPortWords))
+        case (_, false):
+            failed(.unreachable("lost the connection to MQTT broker at \(broker) (\(words))"))
+        case (_, true):
+            break
+        }
         logger.log(
             level: troubleLevel,
             "MQTT link lost; reconnecting",
@@ -606,7 +686,7 @@ public final class MQTTLink: StatusFeed {
             ticket.finish()
             return AttemptCancel {}
         }
-        logger.debug("trigger published on the warm link", metadata: ["topic": "\(topic)"])
+        logger.debug("trigger published through the MQTT link", metadata: ["topic": "\(topic)"])
         let timer = Task {
             do {
                 try await ticket.permit.clock.sleep(until: ticket.deadline)

@@ -2,11 +2,10 @@ import Plumbing
 import Synchronization
 
 /// The broker connections of the openings an `AdapterFactory` made that are still
-/// up: counted from the CONNECT to the DISCONNECT. A decided opening asks its MQTT
-/// exchange to end, and the exchange sends its DISCONNECT on its own thread; a
-/// process that exits right after the opening (`gate open`) waits here for that, or
-/// its exit would close the socket without a word and the broker would take the
-/// client for lost.
+/// up: counted from the CONNECT to the DISCONNECT. A decided opening stops its MQTT
+/// link, and the link sends its DISCONNECT on a thread of its own; a process that
+/// exits right after the opening (`gate open`) waits here for that, or its exit would
+/// close the socket without a word and the broker would take the client for lost.
 public final class MQTTSessions: Sendable {
     private let open = Mutex(0)
     /// Signalled each time the count drops to zero; `nil` if no pipe could be made

@@ -1,9 +1,14 @@
 import GateCore
 import Mosquitto
+import Plumbing
 
-/// What the one-shot exchange and the daemon's link both need of the broker:
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every MQTT session (`MQTTLink`, `MQTTOneShot`) needs of the broker:
 /// its name in messages, the subscription's verdict, and which status messages
-/// are relay news (docs/CONTRACT.md#protocol-over-mqtt). Written once for both.
+/// are relay news (docs/CONTRACT.md#protocol-over-mqtt). Written once for all.
 public struct MQTTStatusTopic: Sendable {
     let config: MQTTConfig
 
@@ -72,6 +77,32 @@ public struct MQTTStatusTopic: Sendable {
         let value = UInt32.random(in: .min ... .max)
         let hex = String(value, radix: 16)
         return prefix + String(repeating: "0", count: 8 - hex.count) + hex
+    }
+
+    /// Why the broker cannot be reached by TCP before `deadline`, or nil when it
+    /// answers. Sends nothing but a TCP handshake.
+    func tcpSilence(until deadline: MonotonicInstant) -> String? {
+        let addresses: [SocketAddress]
+        switch HostResolver.addresses(host: config.host, port: config.port, socketType: Int32(SOCK_STREAM.rawValue)) {
+        case .success(let found): addresses = found
+        case .failure(let failure): return "cannot reach MQTT broker at \(broker): \(failure.message)"
+        }
+        var last = TCPConnect.Failure.timedOut
+        for address in addresses {
+            switch TCPConnect.open(to: address, until: deadline.nanoseconds) {
+            case .success(let fd):
+                close(fd)
+                return nil
+            case .failure(let failure):
+                last = failure
+            }
+        }
+        switch last {
+        case .timedOut:
+            return "cannot reach MQTT broker at \(broker): no answer to the TCP connection within the budget"
+        case .failed(let error):
+            return "cannot reach MQTT broker at \(broker): \(error)"
+        }
     }
 
     /// A client with the configuration's credentials and TLS.

@@ -10,7 +10,7 @@ public struct AdapterFactory: Sendable {
     let link: @Sendable () -> MQTTLink?
     /// Adapters of the caller's making (the pipeline's own tests script them).
     let custom: (@Sendable (AdapterKind) -> any GateAdapter)?
-    /// The daemon: a process that outlives its openings (see `MQTTAdapter.tcpFirst`).
+    /// The daemon: a process that outlives its openings (see `MQTTLink.tcpFirst`).
     let longLived: Bool
     /// The broker connections of the MQTT adapters made here that are still up.
     public let sessions = MQTTSessions()
@@ -44,24 +44,12 @@ public struct AdapterFactory: Sendable {
 
     /// The status watch of an opening that has no other (`gate open` outside the
     /// daemon): an MQTT link for the opening's length, subscribed to the status topic,
-    /// through which the MQTT attempt also publishes. Nil without `[mqtt]`, when MQTT
-    /// goes first (its own subscription watches), and for the caller's own adapters.
-    /// Under protocol v2 always with `[mqtt]`: it brings the epoch announcement and the
-    /// signed replies, and carries the frame's MQTT copy.
+    /// through which the MQTT attempt also publishes. Nil without `[mqtt]` and for the
+    /// caller's own adapters. Under protocol v2 it also brings the epoch announcement
+    /// and the signed replies.
     func watch(config: GateConfig, plan: AdapterPlan, logger: Logger) -> MQTTLink? {
-        let v2 = V2Subscription(config: config)
-        guard custom == nil, let mqtt = config.mqtt, plan.adapters.first?.kind == .udp || v2 != nil else {
-            return nil
-        }
-        let made = try? MQTTLink(
-            config: mqtt,
-            credentials: credentials,
-            logger: logger,
-            extras: LinkExtras(v2: v2),
-            sessions: sessions,
-            troubleLevel: .info,
-            onUnclaimed: { _, _ in }
-        )
+        guard custom == nil, let mqtt = config.mqtt else { return nil }
+        let made = try? link(mqtt, extras: LinkExtras(v2: V2Subscription(config: config)), logger: logger)
         guard let watch = made else {
             logger.warning("cannot watch the status topic for this opening (no wake-up pipe)")
             return nil
@@ -91,19 +79,40 @@ public struct AdapterFactory: Sendable {
             guard let mqtt = config.mqtt else {
                 return FailedAdapter(kind: .mqtt, event: .misconfigured("no [mqtt] table in the configuration"))
             }
-            let cold = MQTTAdapter(
-                config: mqtt,
-                credentials: credentials,
-                logger: logger,
-                tcpFirst: longLived,
-                sessions: sessions
-            )
-            // A link made for another configuration (a reload is under way) is not used.
-            if let link = watch ?? link(), link.config.sameLink(as: mqtt) {
-                return WarmMQTTAdapter(link: link, cold: cold, logger: logger)
+            if let watch, watch.config.sameLink(as: mqtt) {
+                return LinkAdapter(link: watch, failFast: true)
             }
-            return cold
+            // The daemon's warm link when it is up; one made for another configuration (a
+            // reload is under way) is not used.
+            if let warm = link(), warm.config.sameLink(as: mqtt), warm.isReady {
+                return LinkAdapter(link: warm, failFast: false)
+            }
+            logger.info("MQTT link not up; connecting afresh for this opening", metadata: ["adapter": "mqtt"])
+            guard let fresh = try? link(mqtt, tcpFirst: longLived, logger: logger) else {
+                return FailedAdapter(kind: .mqtt, event: .unreachable("cannot prepare an MQTT link (no wake-up pipe)"))
+            }
+            return LinkAdapter(link: fresh, failFast: true, ownsLink: true)
         }
+    }
+
+    /// A link for one opening or one attempt: its trouble is the opening's words, not
+    /// warnings in the log.
+    private func link(
+        _ mqtt: MQTTConfig,
+        extras: LinkExtras = LinkExtras(),
+        tcpFirst: Bool = false,
+        logger: Logger
+    ) throws(WakeSignalError) -> MQTTLink {
+        try MQTTLink(
+            config: mqtt,
+            credentials: credentials,
+            logger: logger,
+            extras: extras,
+            sessions: sessions,
+            troubleLevel: .info,
+            tcpFirst: tcpFirst,
+            onUnclaimed: { _, _ in }
+        )
     }
 }
 
@@ -139,7 +148,7 @@ extension AdapterFactory {
                     event: .unreachable("no MQTT link to \(broker) for this opening; nothing was published")
                 )
             }
-            return V2LinkAdapter(link: link, request: (v2.requests, Array(frame.hex.utf8)))
+            return LinkAdapter(link: link, request: (v2.requests, Array(frame.hex.utf8)), failFast: link === watch)
         }
     }
 
