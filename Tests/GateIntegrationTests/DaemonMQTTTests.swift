@@ -75,6 +75,43 @@ extension DaemonTests {
             #expect(daemon.stop() == .exited(0), "\(daemon.log)")
         }
 
+        @Test(
+            "Warm link waiting out its backoff, broker back: a press connects afresh for its MQTT attempt and opens"
+        )
+        func freshLinkWhileTheWarmLinkWaits() throws {
+            let broker = try MosquittoBroker(.plain)
+            broker.kill()
+            // Nothing listens on the UDP port: ICMP port unreachable, and the press falls back to MQTT.
+            let config = try TestConfig(
+                daemonConfigText(udpPort: try freeUDPPort(), mqttPort: broker.port, cooldown: 0)
+            )
+            let daemon = try DaemonProcess(config: config.path, environment: GateRunner.isolatedEnvironment())
+            try daemon.waitForReady()
+            // Four refusals (retries after 1, 2 and 4 s): the link's next try is 8 s away.
+            #expect(
+                daemon.waitForLog("MQTT link down; retrying", count: 4, timeout: .seconds(20)),
+                "\(daemon.log)"
+            )
+            try broker.restart()
+            let sim = try Simulator(simulatorMQTT(broker))
+            #expect(daemon.logLines(containing: "MQTT link up").isEmpty, "\(daemon.log)")
+
+            let press = try daemon.press()
+            #expect(daemon.waitForPressHandled(edgeNs: press), "\(daemon.log)")
+            let last = DaemonFiles.last(daemon.status())
+            #expect(last?["outcome"] as? String == "success", "\(String(describing: last))\n\(daemon.log)")
+            #expect(last?["adapter"] as? String == "mqtt")
+            #expect(try sim.activations().map(\.via) == ["mqtt"])
+            #expect(daemon.logLines(containing: "connecting afresh").count == 1, "\(daemon.log)")
+            // The attempt's own link logs with the opening's source; the warm link without one.
+            let warmUp = daemon.logLines(containing: "MQTT link up").filter { !$0.contains("source=") }
+            #expect(
+                warmUp.isEmpty,
+                "the warm link was still waiting: the attempt's own carried the opening\n\(daemon.log)"
+            )
+            #expect(daemon.stop() == .exited(0), "\(daemon.log)")
+        }
+
         @Test("A cycle caused by another MQTT client is recorded as elsewhere; one by `gate open` is not")
         func elsewhere() throws {
             let broker = try MosquittoBroker(.plain)
