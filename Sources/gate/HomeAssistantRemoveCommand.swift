@@ -88,10 +88,9 @@ struct HomeAssistantRemoveCommand: ParsableCommand {
                     "Note: [homeassistant] is still in \(candidate.path); a running gate daemon announces the device again when it reconnects or Home Assistant restarts. Remove the table and reload the daemon to keep it away."
                 )
             }
-        case .failure(.refused(let words)):
-            throw fail(words, ExitStatus.configuration)
         case .failure(let failure):
-            throw fail(failure.description, ExitStatus.unavailable)
+            let refused = if case .refused = failure.kind { true } else { false }
+            throw fail(failure.description, refused ? ExitStatus.configuration : ExitStatus.unavailable)
         }
     }
 

@@ -231,4 +231,34 @@ struct BrokerFaultTests {
         #expect(try sim.activations().isEmpty)
         print("broker-fault: frozen before: exit \(run.status) after \(run.wall.chaosMilliseconds) ms: \(reason)")
     }
+
+    @Test(
+        "A TLS broker frozen (SIGSTOP) mid-handshake: doctor and homeassistant remove answer within their budget, never hang"
+    )
+    func frozenTLSHandshake() throws {
+        let broker = try MosquittoBroker(.tls)
+        let caFile = try #require(broker.caFile)
+        let config = try TestConfig(
+            """
+            [mqtt]
+            host = "127.0.0.1"
+            port = \(broker.port)
+            tls = true
+            ca_file = "\(caFile)"
+            timeout = 1.0
+            [homeassistant]
+            node_id = "frozen"
+            """
+        )
+        let pid = broker.pid
+        defer { kill(pid, SIGCONT) }
+        // The kernel completes the TCP handshake; the TLS handshake then waits for a broker that never answers.
+        kill(pid, SIGSTOP)
+        let remove = try GateRunner.start(["homeassistant", "remove", "--config", config.path])
+            .finish(timeout: .seconds(10))
+        #expect(remove.status == 69, "\(remove.summary)")
+        #expect(remove.stderr.contains("no CONNACK from the MQTT broker at"), "\(remove.summary)")
+        let doctor = try GateRunner.start(["doctor", "--config", config.path]).finish(timeout: .seconds(20))
+        #expect(doctor.stdout.contains("no TLS handshake or CONNACK from"), "\(doctor.summary)")
+    }
 }

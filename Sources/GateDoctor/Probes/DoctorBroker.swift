@@ -35,27 +35,17 @@ public enum DoctorBroker {
     /// Logs in as an opening would (same TLS settings, user and password) and
     /// disconnects after the CONNACK. `password` is used for the login only.
     public static func connect(_ mqtt: MQTTConfig, password: Secret?) -> BrokerFacts {
-        let started = MonotonicClock.now()
-        let deadline = started + .seconds(fromConfig: mqtt.timeout)
-        let probe: BrokerProbe
-        do {
-            probe = try BrokerProbe(started: started, tls: mqtt.tls)
-        } catch {
-            return .setupFailed("cannot make a wake-up pipe: \(SystemError("pipe", code: error.code))")
+        switch MQTTOneShot.run(mqtt, password: password, timeout: .seconds(fromConfig: mqtt.timeout)) {
+        case .success(let outcome): return .accepted(outcome.connackAfter)
+        case .failure(let failure):
+            switch failure.kind {
+            case .setup: return .setupFailed(failure.detail)
+            case .connect, .lost: return .connectFailed(failure.detail)
+            case .tls: return .tlsFailed(failure.detail)
+            case .refused(let code): return .refused(code: code, words: failure.detail)
+            case .closed: return .closed(failure.detail)
+            case .noConnack, .unacknowledged: return .noAnswer
+            }
         }
-        if let failure = OSThread.detach({ probe.run(mqtt, password: password) }) {
-            return .setupFailed(SystemError("pthread_create", code: failure).description)
-        }
-        // libmosquitto's connect blocks (DNS, TCP, TLS handshake) on the probe's thread;
-        // past the budget that thread is left behind and the answer is "no answer".
-        if !probe.settled.wait(until: deadline.nanoseconds) {
-            probe.settle(.noAnswer)
-        }
-        // Let the thread say goodbye to the broker (DISCONNECT), briefly; one still stuck
-        // inside libmosquitto's connect has nothing to say and is not waited for.
-        if probe.isPastConnect {
-            _ = probe.finished.wait(until: (MonotonicClock.now() + .milliseconds(500)).nanoseconds)
-        }
-        return probe.outcome ?? .noAnswer
     }
 }

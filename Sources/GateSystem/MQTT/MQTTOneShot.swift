@@ -3,33 +3,29 @@ import Mosquitto
 import Plumbing
 import Synchronization
 
-/// One short MQTT session outside the daemon: connect, optionally subscribe to one
+/// One short MQTT session outside the openings: connect, optionally subscribe to one
 /// topic (for its SUBACK only), publish some messages with QoS 1 and wait for their
-/// PUBACKs, disconnect. `gate homeassistant remove` and `gate doctor` use it; it
-/// never publishes to the ESP32's trigger topic.
+/// PUBACKs, disconnect. `gate doctor` (the login alone, then the Home Assistant command
+/// topic's SUBACK) and `gate homeassistant remove` use it; it never publishes to the
+/// ESP32's trigger topic.
+///
+/// The session runs on a thread of its own, bounded by `timeout` from the start:
+/// libmosquitto's connect blocks (name, TCP, TLS handshake), and a broker that stops
+/// answering in the middle of it must not hold the caller. Past the budget that thread
+/// is left behind and the answer is `timedOut`.
 public final class MQTTOneShot: Sendable {
-    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        case setup(String)
-        case connect(String)
-        case refused(String)
-        case timedOut(String)
-
-        public var description: String {
-            switch self {
-            case .setup(let words), .connect(let words), .refused(let words), .timedOut(let words): words
-            }
-        }
-    }
-
+    /// What the session reached: the CONNACK, and the subscription's verdict.
     public struct Outcome: Sendable, Equatable {
+        /// From the start to the accepted CONNACK.
+        public var connackAfter: Duration
         /// Whether the broker granted the subscription; nil when none was asked for.
         public var subscriptionGranted: Bool?
     }
 
     private struct Progress {
-        var connack: Int32?
+        var result: Result<Outcome, MQTTSessionFailure>?
+        var connackAfter: Duration?
         var subscribeID: Int32?
-        var granted: Bool?
         /// SUBACKs by message id: one may come before `subscribe` returned its id.
         var subacks: [Int32: Bool] = [:]
         var pending: Set<Int32> = []
@@ -37,131 +33,177 @@ public final class MQTTOneShot: Sendable {
         var early: Set<Int32> = []
         var published = false
         var lastError: String?
+        /// Past libmosquitto's blocking connect: the thread will end (and disconnect) promptly.
+        var pastConnect = false
+
+        /// The subscription's verdict, once its SUBACK and its id are both known.
+        var granted: Bool? { subscribeID.flatMap { subacks[$0] } }
     }
 
+    private let mqtt: MQTTConfig
+    private let started = MonotonicClock.now()
     private let progress = Mutex(Progress())
+    /// For the session's thread: signalled at every step (the CONNACK, an acknowledgement).
     private let wake: WakeSignal
+    /// For the caller: signalled once the outcome is known.
+    private let settled: WakeSignal
+    /// Signalled when the thread has let go of the client.
+    private let finished: WakeSignal
 
-    private init() throws(WakeSignalError) {
+    private init(_ mqtt: MQTTConfig) throws(WakeSignalError) {
+        self.mqtt = mqtt
         wake = try WakeSignal()
+        settled = try WakeSignal()
+        finished = try WakeSignal()
     }
 
-    /// Runs the session on the calling thread (it blocks), bounded by `timeout` after connecting.
+    private var broker: String { MQTTStatusTopic(config: mqtt).broker }
+
+    /// Runs the session and waits for it, at most `timeout` (then briefly for its DISCONNECT).
     public static func run(
         _ mqtt: MQTTConfig,
         password: Secret?,
         subscribe: String? = nil,
-        publish messages: [OutgoingMessage],
+        publish messages: [OutgoingMessage] = [],
         timeout: Duration
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<Outcome, MQTTSessionFailure> {
+        let broker = MQTTStatusTopic(config: mqtt).broker
         let session: MQTTOneShot
         do {
-            session = try MQTTOneShot()
+            session = try MQTTOneShot(mqtt)
         } catch {
-            return .failure(.setup("cannot make a wake-up pipe: \(SystemError("pipe", code: error.code))"))
+            return .failure(MQTTSessionFailure(.setup, SystemError("pipe", code: error.code).description, broker))
         }
-        return session.run(mqtt, password: password, subscribe: subscribe, messages: messages, timeout: timeout)
+        let thread = OSThread.detach {
+            session.converse(password: password, subscribe: subscribe, messages: messages)
+        }
+        if let thread {
+            return .failure(MQTTSessionFailure(.setup, SystemError("pthread_create", code: thread).description, broker))
+        }
+        let deadline = session.started + timeout
+        if !session.wait(on: session.settled, until: deadline, for: { $0.result != nil }) {
+            let connected = session.progress.withLock { $0.connackAfter != nil }
+            session.fail(connected ? .unacknowledged(within: timeout) : .noConnack(within: timeout), "")
+        }
+        // Let the thread say goodbye (DISCONNECT), briefly; one still inside libmosquitto's
+        // connect has nothing to say and is not waited for.
+        if session.progress.withLock({ $0.pastConnect }) {
+            _ = session.finished.wait(until: (MonotonicClock.now() + .milliseconds(500)).nanoseconds)
+        }
+        return session.progress.withLock { $0.result } ?? .failure(MQTTSessionFailure(.noConnack(within: timeout), "", broker))
     }
 
-    private func run(
-        _ mqtt: MQTTConfig,
-        password: Secret?,
-        subscribe: String?,
-        messages: [OutgoingMessage],
-        timeout: Duration
-    ) -> Result<Outcome, Failure> {
-        let broker = MQTTStatusTopic(config: mqtt).broker
+    /// The first outcome wins; later ones (a disconnect after a refusal) add nothing.
+    private func settle(_ result: Result<Outcome, MQTTSessionFailure>) {
+        progress.withLock { if $0.result == nil { $0.result = result } }
+        settled.signal()
+        wake.signal()
+    }
+
+    private func fail(_ kind: MQTTSessionFailure.Kind, _ detail: String) {
+        settle(.failure(MQTTSessionFailure(kind, detail, broker)))
+    }
+
+    /// On the session's thread: connect, then (after the CONNACK) subscribe and publish.
+    private func converse(password: Secret?, subscribe: String?, messages: [OutgoingMessage]) {
+        defer { finished.signal() }
         let client: MosquittoClient
         do {
             client = try MQTTStatusTopic.makeClient(config: mqtt, password: password) { [self] event in handle(event) }
-        } catch {
-            return .failure(.setup("cannot set up the MQTT client for \(broker): \(error)"))
-        }
-        do throws(MosquittoError) {
             try client.connect(host: mqtt.host, port: Int32(mqtt.port), keepAlive: 60)
+            // Before the loop starts: its CONNACK can settle the outcome at once, and the
+            // caller must then already know to wait for the DISCONNECT below.
+            progress.withLock { $0.pastConnect = true }
             try client.startLoop()
+        } catch let error as MosquittoError {
+            let words = error.description + (progress.withLock { $0.lastError }.map { " (\($0))" } ?? "")
+            fail(mqtt.tls && error.code == Self.tlsErrorCode ? .tls : .connect, words)
+            return
         } catch {
-            let detail = progress.withLock { $0.lastError }.map { " (\($0))" } ?? ""
-            return .failure(.connect("cannot reach the MQTT broker at \(broker): \(error)\(detail)"))
+            fail(.setup, "\(error)")
+            return
         }
         defer {
             client.disconnect()
             client.stopLoop(force: false)
         }
-        let deadline = MonotonicClock.now() + timeout
-        guard wait(until: deadline, for: { $0.connack != nil }) else {
-            return .failure(.timedOut("no CONNACK from the MQTT broker at \(broker) within \(timeout)"))
-        }
-        let code = progress.withLock { $0.connack } ?? 0
-        guard code == 0 else {
-            return .failure(
-                .refused("the MQTT broker at \(broker) refused the login: \(MosquittoError.connackWords(for: code))")
-            )
-        }
+        guard wait(on: wake, until: nil, for: { $0.connackAfter != nil || $0.result != nil }),
+            progress.withLock({ $0.result == nil })
+        else { return }
         do throws(MosquittoError) {
             if let subscribe {
                 let id = try client.subscribe(topic: subscribe, qos: 1)
-                progress.withLock { state in
-                    state.subscribeID = id
-                    state.granted = state.subacks[id]
-                }
+                progress.withLock { $0.subscribeID = id }
             }
             for message in messages {
-                let id = try client.publish(
-                    topic: message.topic,
-                    payload: message.payload,
-                    qos: 1,
-                    retain: message.retain
-                )
+                let id = try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
                 // The PUBACK may have come before `publish` returned the id.
                 progress.withLock { state in
                     if state.early.remove(id) == nil { state.pending.insert(id) }
                 }
             }
         } catch {
-            return .failure(.connect("cannot send to the MQTT broker at \(broker): \(error)"))
+            fail(.lost, error.description)
+            return
         }
         progress.withLock { $0.published = true }
-        wake.signal()
-        let done = wait(until: deadline) { state in
-            state.published && state.pending.isEmpty && (subscribe == nil || state.granted != nil)
+        let acknowledged = wait(on: wake, until: nil) { state in
+            state.result != nil
+                || state.published && state.pending.isEmpty && (subscribe == nil || state.granted != nil)
         }
-        guard done else {
-            return .failure(.timedOut("the MQTT broker at \(broker) did not acknowledge everything within \(timeout)"))
+        let outcome = progress.withLock { state in
+            state.connackAfter.map { Outcome(connackAfter: $0, subscriptionGranted: state.granted) }
         }
-        return .success(Outcome(subscriptionGranted: progress.withLock { $0.granted }))
+        if acknowledged, let outcome { settle(.success(outcome)) }
     }
 
-    private func wait(until deadline: MonotonicInstant, for condition: (Progress) -> Bool) -> Bool {
+    /// MOSQ_ERR_TLS of mosquitto.h: the handshake failed inside `mosquitto_connect`.
+    static let tlsErrorCode: Int32 = 8
+
+    /// Waits on `signal` until `condition` holds, or `deadline` comes (none: forever; the
+    /// session's thread waits for what ends with the outcome).
+    private func wait(
+        on signal: WakeSignal,
+        until deadline: MonotonicInstant?,
+        for condition: (Progress) -> Bool
+    ) -> Bool {
         while true {
             if progress.withLock({ condition($0) }) { return true }
-            let now = MonotonicClock.now()
-            guard now < deadline else { return false }
-            if wake.wait(until: deadline.nanoseconds) { wake.clear() }
+            if let deadline, MonotonicClock.now() >= deadline { return false }
+            if signal.wait(until: deadline?.nanoseconds) { signal.clear() }
         }
     }
 
     /// On libmosquitto's thread (log lines also inside `connect`).
     private func handle(_ event: MosquittoEvent) {
         switch event {
+        case .connected(let code) where code == 0:
+            progress.withLock { $0.connackAfter = MonotonicClock.now().duration(since: started) }
         case .connected(let code):
-            progress.withLock { $0.connack = code }
+            fail(.refused(code: code), MosquittoError.connackWords(for: code))
         case .subscribed(let id, let granted):
-            progress.withLock { state in
-                state.subacks[id] = !MQTTStatusTopic.refused(granted: granted)
-                if state.subscribeID == id { state.granted = state.subacks[id] }
-            }
+            progress.withLock { $0.subacks[id] = !MQTTStatusTopic.refused(granted: granted) }
         case .published(let id):
             progress.withLock { state in
                 if state.pending.remove(id) == nil { state.early.insert(id) }
             }
-        case .log(let level, let text):
-            if level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning {
-                progress.withLock { $0.lastError = text }
+        case .disconnected(let code) where code != 0:
+            let said = progress.withLock { $0.lastError } ?? MosquittoError.words(for: code)
+            let connected = progress.withLock { $0.connackAfter != nil }
+            fail(connected ? .lost : .closed, said)
+        case .log(let level, let text)
+        where level == MosquittoLogLevel.error || level == MosquittoLogLevel.warning:
+            let connecting = progress.withLock { state -> Bool in
+                state.lastError = text
+                return state.connackAfter == nil
             }
-        case .disconnected, .message:
+            // A handshake that fails inside the network loop is only logged, with no
+            // disconnect callback after it.
+            if level == MosquittoLogLevel.error, mqtt.tls, connecting { fail(.tls, text) }
+        case .disconnected, .log, .message:
             break
         }
         wake.signal()
     }
 }
+
