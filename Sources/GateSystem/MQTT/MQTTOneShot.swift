@@ -90,7 +90,8 @@ public final class MQTTOneShot: Sendable {
         if session.progress.withLock({ $0.pastConnect }) {
             _ = session.finished.wait(until: (MonotonicClock.now() + .milliseconds(500)).nanoseconds)
         }
-        return session.progress.withLock { $0.result } ?? .failure(MQTTSessionFailure(.noConnack(within: timeout), "", broker))
+        return session.progress.withLock { $0.result }
+            ?? .failure(MQTTSessionFailure(.noConnack(within: timeout), "", broker))
     }
 
     /// The first outcome wins; later ones (a disconnect after a refusal) add nothing.
@@ -136,7 +137,12 @@ public final class MQTTOneShot: Sendable {
                 progress.withLock { $0.subscribeID = id }
             }
             for message in messages {
-                let id = try client.publish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain)
+                let id = try client.publish(
+                    topic: message.topic,
+                    payload: message.payload,
+                    qos: 1,
+                    retain: message.retain
+                )
                 // The PUBACK may have come before `publish` returned the id.
                 progress.withLock { state in
                     if state.early.remove(id) == nil { state.pending.insert(id) }
@@ -206,4 +212,3 @@ public final class MQTTOneShot: Sendable {
         wake.signal()
     }
 }
-
