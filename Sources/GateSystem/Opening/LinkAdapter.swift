@@ -114,5 +114,7 @@ public struct LinkAdapter: GateAdapter {
         ticket.finish()
     }
 
-    static let pollMicroseconds: UInt32 = 5_000
+    /// As often as `OpeningPipeline.waitUntilLive` looks: the trigger leaves within a
+    /// millisecond of the SUBACK (a wait, not a busy loop).
+    static let pollMicroseconds: UInt32 = 1_000
 }
