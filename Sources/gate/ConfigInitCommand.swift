@@ -61,19 +61,16 @@ struct ConfigInitCommand: ParsableCommand {
     /// The hosts are validated as the file will be: a file that `gate config check`
     /// refuses is never written.
     private func refuseInvalidHosts(_ text: String) throws {
-        let error: ConfigError
-        do {
+        do throws(ConfigError) {
             _ = try GateConfig.parse(toml: text, file: "")
-            return
-        } catch let problems {
-            error = problems
+        } catch {
+            let options = ["udp.host": "--udp", "mqtt.host": "--mqtt"]
+            let lines = error.problems.map { problem in
+                "gate: \(problem.key.flatMap { options[$0] } ?? "the starter file"): \(problem.message)"
+            }
+            Terminal.printError(lines.joined(separator: "\n"))
+            throw ExitCode(ExitStatus.usage)
         }
-        let options = ["udp.host": "--udp", "mqtt.host": "--mqtt"]
-        let lines = error.problems.map { problem in
-            "gate: \(problem.key.flatMap { options[$0] } ?? "the starter file"): \(problem.message)"
-        }
-        Terminal.printError(lines.joined(separator: "\n"))
-        throw ExitCode(ExitStatus.usage)
     }
 
     private func refusal(_ failure: StarterFile.Failure) -> ExitCode {

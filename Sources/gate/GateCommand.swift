@@ -1,4 +1,5 @@
 import ArgumentParser
+import GateCore
 
 @main
 struct GateCommand: AsyncParsableCommand {
@@ -17,7 +18,7 @@ struct GateCommand: AsyncParsableCommand {
             124 a trigger was sent and the cycle was not confirmed (the relay may have \
             cycled: do not retry blindly).
             """,
-        version: GateVersion.current,
+        version: GateRelease.version,
         subcommands: [
             OpenCommand.self, StatusCommand.self, ConfigCommand.self, HistoryCommand.self, SecretCommand.self,
             KeyCommand.self, DaemonCommand.self, DoctorCommand.self, HomeAssistantCommand.self,

@@ -22,10 +22,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// The level from `--log-level`, else from the number of `-v`, else warnings only.
     var effectiveLogLevel: Logger.Level {
-        logLevel?.level ?? Self.level(verbose: verbose)
-    }
-
-    static func level(verbose: Int) -> Logger.Level {
+        if let logLevel { return logLevel.level }
         switch verbose {
         case 0: return .warning
         case 1: return .info

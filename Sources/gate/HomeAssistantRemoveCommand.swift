@@ -44,12 +44,9 @@ struct HomeAssistantRemoveCommand: ParsableCommand {
         }
         var ha = config.homeAssistant ?? HomeAssistantConfig()
         if let nodeID {
-            guard !nodeID.isEmpty, nodeID.utf8.count <= 64,
-                nodeID.utf8.allSatisfy({
-                    ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F
-                        || $0 == 0x2D
-                })
-            else { throw ValidationError("--node-id takes 1–64 characters of A–Z, a–z, 0–9, `_` and `-`") }
+            guard HomeAssistantConfig.isValidNodeID(nodeID) else {
+                throw ValidationError("--node-id takes 1–64 characters of A–Z, a–z, 0–9, `_` and `-`")
+            }
             ha.nodeID = nodeID
         }
         if let discoveryPrefix {

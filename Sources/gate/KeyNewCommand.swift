@@ -40,7 +40,7 @@ struct KeyNewCommand: ParsableCommand {
 
     func run() throws {
         let logger = globals.makeLogger()
-        let store = try openStore()
+        let store = try SecretReport.openStore("key new", advice: Self.systemdAdvice)
         try refuseToReplace(in: store)
         var digits = try drawDigits()
         defer { explicit_bzero(&digits, digits.count) }
@@ -50,7 +50,8 @@ struct KeyNewCommand: ParsableCommand {
         do {
             try store.store(secret, account: Self.credential.rawValue, label: Self.credential.label)
         } catch {
-            throw fail(
+            throw SecretReport.fail(
+                "key new",
                 "\(Self.credential.title) was not stored, and is not shown: \(error)",
                 status: ExitStatus.configuration
             )
@@ -59,28 +60,16 @@ struct KeyNewCommand: ParsableCommand {
         // Printed once, and only once it is stored: a key the appliance does not hold
         // would only lock it out of the firmware that is given it.
         if let failure = Descriptor.writeAll(STDOUT_FILENO, printed) {
-            throw fail(
+            throw SecretReport.fail(
+                "key new",
                 "the key was stored but could not be printed (\(failure)); run `gate key new --force`",
                 status: 74
             )
         }
         Terminal.printError(
-            "Stored a new ESP32 key in the Secret Service (schema \(SecretServiceStore.schemaName), "
-                + "service=\(SecretServiceStore.service), account=\(Self.credential.rawValue)). Give the 64 digits above "
-                + "to the ESP32's firmware (menuconfig \"v2 key\", or NVS key<ID> for [esp32] key_id); they are not shown again."
+            "Stored a new ESP32 key in the Secret Service (\(SecretReport.item(Self.credential))). "
+                + "Give the 64 digits above to the ESP32's firmware (menuconfig \"v2 key\", or NVS key<ID> for [esp32] key_id); they are not shown again."
         )
-    }
-
-    /// The Secret Service, or exit 78 with why not and the systemd credential to make instead.
-    private func openStore() throws -> SecretServiceStore {
-        do {
-            return try SecretServiceStore()
-        } catch {
-            throw fail(
-                "cannot use the Secret Service: \(error.description)\n\(Self.systemdAdvice)",
-                status: ExitStatus.configuration
-            )
-        }
     }
 
     /// For the system service: draw the key into an encrypted credential, and show it
@@ -98,10 +87,15 @@ struct KeyNewCommand: ParsableCommand {
         do {
             existing = try store.lookup(account: Self.credential.rawValue)
         } catch {
-            throw fail("cannot tell whether a key is already stored: \(error)", status: ExitStatus.configuration)
+            throw SecretReport.fail(
+                "key new",
+                "cannot tell whether a key is already stored: \(error)",
+                status: ExitStatus.configuration
+            )
         }
         guard existing != nil, !force else { return }
-        throw fail(
+        throw SecretReport.fail(
+            "key new",
             "an ESP32 key is already stored (Secret Service, account \(Self.credential.rawValue)); nothing was "
                 + "replaced. A new key locks this client out until the firmware has it too: to replace it anyway, "
                 + "run `gate key new --force`",
@@ -112,18 +106,13 @@ struct KeyNewCommand: ParsableCommand {
     private func drawDigits() throws -> [UInt8] {
         switch SystemRandom.bytes(V2KeyText.byteCount) {
         case .failure(let error):
-            throw fail("cannot draw a key: \(error)", status: ExitStatus.software)
+            throw SecretReport.fail("key new", "cannot draw a key: \(error)", status: ExitStatus.software)
         case .success(var key):
             defer { explicit_bzero(&key, key.count) }
             guard let digits = V2KeyText.digits(of: key) else {
-                throw fail("cannot write the key as hex digits", status: ExitStatus.software)
+                throw SecretReport.fail("key new", "cannot write the key as hex digits", status: ExitStatus.software)
             }
             return digits
         }
-    }
-
-    private func fail(_ message: String, status: Int32) -> ExitCode {
-        Terminal.printError("gate key new: \(message)")
-        return ExitCode(status)
     }
 }

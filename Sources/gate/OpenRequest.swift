@@ -40,31 +40,15 @@ struct OpenRequest: Equatable {
             configPath = candidate.path
             logger.debug("configuration loaded", metadata: ["file": "\(candidate.path)"])
         case .failure(let error):
-            let result = OpeningResult(
-                error: .configurationMissing,
-                adapter: nil,
-                duration: .zero,
-                attempts: [],
-                explanation: error.description
-            )
-            report(result, display: display, problems: error.problems.map(\.description), nextStep: error.nextStep)
-            return result.exitCode
+            return refuse(error.description, display, problems: error.problems.map(\.description), error.nextStep)
         }
         let paths: RuntimePaths
         switch RuntimePaths.resolve() {
         case .success(let resolved):
             paths = resolved
         case .failure(let error):
-            let result = OpeningResult(
-                error: .configurationMissing,
-                adapter: nil,
-                duration: .zero,
-                attempts: [],
-                explanation: error.message
-            )
             // The message says what to do (join the group, set the variable).
-            report(result, display: display, problems: [], nextStep: nil)
-            return result.exitCode
+            return refuse(error.message, display, problems: [], nil)
         }
         if !direct, let result = await handOver(config: config, configPath: configPath, paths: paths, display, logger) {
             report(result, display: display, config: config)
@@ -134,6 +118,25 @@ struct OpenRequest: Equatable {
         } onAttempt: { adapter in
             display.attempting(adapter)
         }
+    }
+
+    /// An opening that cannot begin (no usable configuration or runtime folder), reported
+    /// as such; returns its exit status.
+    private func refuse(
+        _ explanation: String,
+        _ display: StateDisplay,
+        problems: [String],
+        _ nextStep: String?
+    ) -> Int32 {
+        let result = OpeningResult(
+            error: .configurationMissing,
+            adapter: nil,
+            duration: .zero,
+            attempts: [],
+            explanation: explanation
+        )
+        report(result, display: display, problems: problems, nextStep: nextStep)
+        return result.exitCode
     }
 
     private func report(_ result: OpeningResult, display: StateDisplay, config: GateConfig) {

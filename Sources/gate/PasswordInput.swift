@@ -59,15 +59,10 @@ enum PasswordInput {
         guard !bytes.contains(0) else {
             return .failure(Problem(message: "\(origin) holds a NUL byte, which a Secret Service password cannot"))
         }
-        var iterator = bytes.makeIterator()
-        var decoder = Unicode.UTF8()
-        decoding: while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: break decoding
-            case .error:
-                return .failure(Problem(message: "\(origin) is not UTF-8 text, which the Secret Service stores"))
-            }
+        // Decoded in place: a String made to check it would be a copy nobody wipes.
+        let notUTF8 = transcode(bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true) { _ in }
+        guard !notUTF8 else {
+            return .failure(Problem(message: "\(origin) is not UTF-8 text, which the Secret Service stores"))
         }
         return .success(Secret(bytes: Array(bytes)))
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import GateSystem
 
 struct SecretCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,3 +20,6 @@ struct SecretCommand: ParsableCommand {
         subcommands: [SecretSetCommand.self, SecretDeleteCommand.self, SecretStatusCommand.self]
     )
 }
+
+/// The secrets' names as the subcommands take them: `mqtt-password` or `esp32-key`.
+extension CredentialName: ExpressibleByArgument {}

@@ -16,16 +16,16 @@ struct SecretDeleteCommand: ParsableCommand {
     @OptionGroup var globals: GlobalOptions
 
     @Argument(help: ArgumentHelp("Which secret: mqtt-password or esp32-key.", valueName: "name"))
-    var account: SecretAccount
+    var account: CredentialName
 
     func run() throws {
         let logger = globals.makeLogger()
-        let store = try SecretReport.openStore("delete")
+        let store = try SecretReport.openStore("secret delete")
         let removed: Bool
         do {
             removed = try store.clear(account: account.rawValue)
         } catch {
-            throw SecretReport.fail("delete", "\(error)", status: ExitStatus.configuration)
+            throw SecretReport.fail("secret delete", "\(error)", status: ExitStatus.configuration)
         }
         logger.info("secret deleted", metadata: ["account": "\(account.rawValue)", "removed": "\(removed)"])
         if removed {

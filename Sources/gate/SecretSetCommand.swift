@@ -28,31 +28,31 @@ struct SecretSetCommand: ParsableCommand {
     @OptionGroup var globals: GlobalOptions
 
     @Argument(help: ArgumentHelp("Which secret: mqtt-password or esp32-key.", valueName: "name"))
-    var account: SecretAccount
+    var account: CredentialName
 
     func run() throws {
         let logger = globals.makeLogger()
         if account == .esp32Key {
             throw SecretReport.fail(
-                "set",
+                "secret set",
                 "the ESP32 key is drawn, stored and printed by `gate key new` (a typed key is too easily a weak one)",
                 status: ExitStatus.usage
             )
         }
         // Reach the Secret Service first: nobody should type a password that cannot be stored.
-        let store = try SecretReport.openStore("set")
+        let store = try SecretReport.openStore("secret set")
         let secret: Secret
-        switch PasswordInput.read(fromTerminal: Terminal.isTerminal(STDIN_FILENO), prompt: account.prompt) {
+        switch PasswordInput.read(fromTerminal: Terminal.isTerminal(STDIN_FILENO), prompt: "MQTT password: ") {
         case .success(let read):
             secret = read
         case .failure(let problem):
-            throw SecretReport.fail("set", problem.message, status: ExitStatus.usage)
+            throw SecretReport.fail("secret set", problem.message, status: ExitStatus.usage)
         }
         do {
             try store.store(secret, account: account.rawValue, label: account.label)
         } catch {
             throw SecretReport.fail(
-                "set",
+                "secret set",
                 "\(account.title) was not stored: \(error)",
                 status: ExitStatus.configuration
             )
@@ -62,8 +62,7 @@ struct SecretSetCommand: ParsableCommand {
             metadata: ["account": "\(account.rawValue)", "schema": "\(SecretServiceStore.schemaName)"]
         )
         Terminal.printLine(
-            "Stored \(account.title) in the Secret Service (schema \(SecretServiceStore.schemaName), "
-                + "service=\(SecretServiceStore.service), account=\(account.rawValue))."
+            "Stored \(account.title) in the Secret Service (\(SecretReport.item(account)))."
         )
     }
 }

@@ -16,7 +16,7 @@ struct SecretStatusCommand: ParsableCommand {
     @OptionGroup var globals: GlobalOptions
 
     @Argument(help: ArgumentHelp("Which secret: mqtt-password or esp32-key.", valueName: "name"))
-    var account: SecretAccount
+    var account: CredentialName
 
     func run() throws {
         let logger = globals.makeLogger()
@@ -55,7 +55,7 @@ struct SecretStatusCommand: ParsableCommand {
             if verdict == nil {
                 Terminal.printError(
                     "gate secret status: no \(account.rawValue) found; store one with "
-                        + "`\(account.credential.storeCommand)` (desktop session, Secret Service), or, for the system "
+                        + "`\(account.storeCommand)` (desktop session, Secret Service), or, for the system "
                         + "service, provide the systemd credential `\(account.rawValue)` (LoadCredentialEncrypted=\(account.rawValue))"
                 )
             }
@@ -68,8 +68,7 @@ struct SecretStatusCommand: ParsableCommand {
             return " (\(directory)/\(account.rawValue))"
         }
         if source is SecretServiceSource {
-            return
-                " (schema \(SecretServiceStore.schemaName), service=\(SecretServiceStore.service), account=\(account.rawValue))"
+            return " (\(SecretReport.item(account)))"
         }
         return ""
     }

@@ -6,79 +6,38 @@ extension GateConfig {
     /// a default is never a surprise. `source` names where it was read from.
     public func renderedTOML(source: String) -> String {
         var lines = ["# effective configuration from \(Self.commentText(source))"]
-        if let udp {
-            lines += [
-                "",
-                "[udp]",
-                "host = \(TOMLDocument.quoted(udp.host))",
-                "port = \(udp.port)",
-                "timeout = \(Self.float(udp.timeout))",
-            ]
-        }
-        if let mqtt {
-            lines += [
-                "",
-                "[mqtt]",
-                "# the password is never stored in this file: it comes from $CREDENTIALS_DIRECTORY/mqtt-password or the Secret Service",
-                "host = \(TOMLDocument.quoted(mqtt.host))",
-                "port = \(mqtt.port)",
-                "tls = \(mqtt.tls)",
-            ]
-            if let caFile = mqtt.caFile { lines.append("ca_file = \(TOMLDocument.quoted(caFile))") }
-            if let username = mqtt.username { lines.append("username = \(TOMLDocument.quoted(username))") }
-            lines += [
-                "client_id_prefix = \(TOMLDocument.quoted(mqtt.clientIDPrefix))",
-                "trigger_topic = \(TOMLDocument.quoted(mqtt.triggerTopic))",
-                "status_topic = \(TOMLDocument.quoted(mqtt.statusTopic))",
-                "timeout = \(Self.float(mqtt.timeout))",
-            ]
-        }
-        lines += esp32Lines
-        if let button {
-            lines += [
-                "",
-                "[button]",
-                "chip = \(TOMLDocument.quoted(button.chip))",
-                "line = \(button.line)",
-                "active_low = \(button.activeLow)",
-                "debounce_ms = \(button.debounceMilliseconds)",
-            ]
-        }
-        lines += [
-            "",
-            "[runtime]",
-            "reset_delay = \(Self.float(runtime.resetDelay))",
-            "cooldown = \(Self.float(runtime.cooldown))",
-        ]
-        if let homeAssistant {
-            lines += [
-                "",
-                "[homeassistant]",
-                "discovery_prefix = \(TOMLDocument.quoted(homeAssistant.discoveryPrefix))",
-                "node_id = \(TOMLDocument.quoted(homeAssistant.nodeID))",
-                "name = \(TOMLDocument.quoted(homeAssistant.name))",
-            ]
-        }
-        if let notify {
-            lines += [
-                "",
-                "[notify]",
-                "every_opening = \(notify.everyOpening)",
-                "timeout_ms = \(notify.timeoutMilliseconds)",
-            ]
+        for (table, settings) in tableSettings {
+            guard let settings else { continue }
+            lines += ["", "[\(table.rawValue)]"] + secretComment(table)
+            lines += settings.compactMap { key, value in value.map { "\(key) = \(Self.rendered($0))" } }
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// `[esp32]`, always written out: which protocol is spoken is never a surprise.
-    private var esp32Lines: [String] {
-        var lines = ["", "[esp32]"]
-        if esp32.protocolVersion == .v2 {
-            lines.append(
+    /// Where a table's secret comes from instead, since the file never holds it: the MQTT
+    /// password always; the ESP32's key when protocol v2 needs one.
+    private func secretComment(_ table: ConfigTable) -> [String] {
+        switch table {
+        case .mqtt:
+            [
+                "# the password is never stored in this file: it comes from $CREDENTIALS_DIRECTORY/mqtt-password or the Secret Service"
+            ]
+        case .esp32 where esp32.protocolVersion == .v2:
+            [
                 "# the key is never stored in this file: it comes from $CREDENTIALS_DIRECTORY/esp32-key or the Secret Service"
-            )
+            ]
+        default:
+            []
         }
-        return lines + ["protocol = \(esp32.protocolVersion.rawValue)", "key_id = \(esp32.keyID)"]
+    }
+
+    static func rendered(_ value: TOMLValue) -> String {
+        switch value {
+        case .string(let text): TOMLDocument.quoted(text)
+        case .integer(let number): "\(number)"
+        case .float(let number): float(number)
+        case .boolean(let flag): "\(flag)"
+        }
     }
 
     /// Swift prints the shortest text that reads back as the same double

@@ -1,24 +1,3 @@
-/// What looking up one key found: the distinction between absent (take the
-/// default) and invalid (already reported) keeps one mistake from causing a
-/// second, misleading problem.
-enum ConfigLookup<Value> {
-    case absent
-    case invalid
-    case found(Value, line: Int)
-
-    var value: Value? {
-        if case .found(let value, _) = self { value } else { nil }
-    }
-
-    var isInvalid: Bool {
-        if case .invalid = self { true } else { false }
-    }
-
-    func or(_ fallback: Value) -> Value {
-        value ?? fallback
-    }
-}
-
 extension ConfigValidator {
     mutating func udpConfig() -> UDPConfig? {
         guard tableLines[.udp] != nil else { return nil }
@@ -61,19 +40,11 @@ extension ConfigValidator {
 
     mutating func buttonConfig() -> ButtonConfig? {
         guard let tableLine = tableLines[.button] else { return nil }
-        var chip = ButtonConfig.defaultChip
-        if case .found(let name, let line) = string(.button, "chip") {
+        let chip = checkedString(.button, "chip") { name in
             if name.isEmpty {
-                report(
-                    "button.chip",
-                    line: line,
-                    "must not be empty; give a chip name such as \"gpiochip0\", a number, a path or a label"
-                )
-            } else if name.utf8.contains(0) {
-                report("button.chip", line: line, "must not contain a NUL character")
-            } else {
-                chip = name
+                return "must not be empty; give a chip name such as \"gpiochip0\", a number, a path or a label"
             }
+            return name.utf8.contains(0) ? "must not contain a NUL character" : nil
         }
         let line = integer(.button, "line", in: 0...1023)
         if case .absent = line {
@@ -83,7 +54,7 @@ extension ConfigValidator {
         let debounce = integer(.button, "debounce_ms", in: 0...1000, unit: " milliseconds")
         guard let lineNumber = line.value else { return nil }
         return ButtonConfig(
-            chip: chip,
+            chip: chip.or(ButtonConfig.defaultChip),
             line: lineNumber,
             activeLow: activeLow.or(true),
             debounceMilliseconds: debounce.or(ButtonConfig.defaultDebounceMilliseconds)
@@ -102,14 +73,13 @@ extension ConfigValidator {
     /// `[homeassistant]` (docs/CONTRACT.md#home-assistant): only beside `[mqtt]`, whose link carries it.
     mutating func homeAssistantConfig() -> HomeAssistantConfig? {
         guard let tableLine = tableLines[.homeassistant] else { return nil }
-        var valid = true
-        if tableLines[.mqtt] == nil {
+        let hasMQTT = tableLines[.mqtt] != nil
+        if !hasMQTT {
             report(
                 "homeassistant",
                 line: tableLine,
                 "[homeassistant] needs [mqtt]: Home Assistant is reached through the MQTT broker"
             )
-            valid = false
         }
         let prefix = checkedString(.homeassistant, "discovery_prefix") { text in
             if text.isEmpty { return "must not be empty; Home Assistant's default is \"homeassistant\"" }
@@ -122,37 +92,25 @@ extension ConfigValidator {
             return nil
         }
         let nodeID = checkedString(.homeassistant, "node_id") { text in
-            guard text.isEmpty || text.utf8.count > 64 || !text.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) })
-            else { return nil }
-            return
-                "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics"
+            HomeAssistantConfig.isValidNodeID(text)
+                ? nil
+                : "must be 1–64 characters of A–Z, a–z, 0–9, `_` and `-`; it is the stem of the device's unique ids and topics"
         }
         let name = checkedString(.homeassistant, "name") { text in
-            if text.trimmingSpaces.isEmpty { return "must not be empty; it is the device's name in Home Assistant" }
+            if text.allSatisfy({ $0 == " " || $0 == "\t" }) {
+                return "must not be empty; it is the device's name in Home Assistant"
+            }
             if text.unicodeScalars.contains(where: Self.isControl) || text.utf8.count > 200 {
                 return "must be at most 200 bytes without control characters"
             }
             return nil
         }
-        guard valid, !prefix.isInvalid, !nodeID.isInvalid, !name.isInvalid else { return nil }
+        guard hasMQTT, !prefix.isInvalid, !nodeID.isInvalid, !name.isInvalid else { return nil }
         return HomeAssistantConfig(
             discoveryPrefix: prefix.or(HomeAssistantConfig.defaultDiscoveryPrefix),
             nodeID: nodeID.or(HomeAssistantConfig.defaultNodeID),
             name: name.or(HomeAssistantConfig.defaultName)
         )
-    }
-
-    /// A string key, reported with `problem`'s words (nil when the text is fine) and then
-    /// invalid.
-    mutating func checkedString(
-        _ table: ConfigTable,
-        _ key: String,
-        _ problem: (String) -> String?
-    ) -> ConfigLookup<String> {
-        let found = string(table, key)
-        guard case .found(let text, let line) = found, let words = problem(text) else { return found }
-        report("\(table.rawValue).\(key)", line: line, words)
-        return .invalid
     }
 
     /// `[notify]` (docs/CONTRACT.md#desktop): the table's presence turns notifications on.
@@ -187,112 +145,74 @@ extension ConfigValidator {
     // MARK: Keys with their own rules
 
     private mutating func host(in table: ConfigTable, what: String) -> String? {
-        let key = "\(table.rawValue).host"
-        switch string(table, "host") {
-        case .absent:
+        let host = checkedString(table, "host") { text in
+            if text.isEmpty { return "must not be empty; give the IPv4 or IPv6 literal or the host name of \(what)" }
+            if text.unicodeScalars.contains(where: Self.isControl) { return "must not contain control characters" }
+            guard text.hasPrefix("["), text.hasSuffix("]") else { return HostName.problem(with: text) }
+            let inner = text.dropFirst().dropLast()
+            if !inner.hasPrefix("["), IPAddress(literal: String(inner))?.family == .v6 { return nil }
+            return "\(TOMLDocument.quoted(text)) is not a valid IPv6 address; brackets are only for IPv6 literals"
+        }
+        if case .absent = host {
             report(
-                key,
+                "\(table.rawValue).host",
                 line: tableLines[table],
                 "a host is required in [\(table.rawValue)]: the IPv4 or IPv6 literal or the host name of \(what)"
             )
+        }
+        guard let text = host.value else { return nil }
+        // `[::1]` as in URLs, accepted above only around an IPv6 literal; stored bare, as
+        // the socket layer takes it.
+        return text.hasPrefix("[") ? String(text.dropFirst().dropLast()) : text
+    }
+
+    private mutating func caFile(tls: ConfigLookup<Bool>) -> String? {
+        checkedString(.mqtt, "ca_file") { path in
+            if path.isEmpty {
+                return "must not be empty; leave ca_file out to use the system's trusted certificates"
+            }
+            if path.utf8.contains(0) { return "must not contain a NUL character" }
+            if !tls.isInvalid, !tls.or(false) {
+                return "ca_file is only used with tls = true; set tls = true or remove ca_file"
+            }
             return nil
-        case .invalid:
+        }.value
+    }
+
+    private mutating func username() -> String? {
+        checkedString(.mqtt, "username") { name in
+            if name.isEmpty { return "must not be empty; leave username out to connect without one" }
+            if name.unicodeScalars.contains(where: Self.isControl) { return "must not contain control characters" }
             return nil
-        case .found(let text, let line):
-            if text.isEmpty {
-                report(key, line: line, "must not be empty; give the IPv4 or IPv6 literal or the host name of \(what)")
-            } else if text.unicodeScalars.contains(where: Self.isControl) {
-                report(key, line: line, "must not contain control characters")
-            } else if text.hasPrefix("["), text.hasSuffix("]") {
-                // `[::1]` as in URLs; stored bare, as the socket layer takes it.
-                let inner = String(text.dropFirst().dropLast())
-                if !inner.hasPrefix("["), IPAddress(literal: inner)?.family == .v6 { return inner }
-                report(
-                    key,
-                    line: line,
-                    "\(TOMLDocument.quoted(text)) is not a valid IPv6 address; brackets are only for IPv6 literals"
-                )
-            } else if let problem = HostName.problem(with: text) {
-                report(key, line: line, problem)
-            } else {
-                return text
+        }.value
+    }
+
+    private mutating func clientIDPrefix() -> ConfigLookup<String> {
+        checkedString(.mqtt, "client_id_prefix") { prefix in
+            let why =
+                "the client id is this prefix plus 8 hex digits, and MQTT 3.1.1 brokers need only accept 23 characters"
+            if !prefix.utf8.allSatisfy(TOMLLineScanner.isBareKeyByte) {
+                return "may only contain A–Z, a–z, 0–9, `_` and `-`; \(why) of that kind"
+            }
+            if prefix.utf8.count > 15 {
+                return "the prefix is \(prefix.utf8.count) characters long, more than 15; \(why)"
             }
             return nil
         }
     }
 
-    private mutating func caFile(tls: ConfigLookup<Bool>) -> String? {
-        guard case .found(let path, let line) = string(.mqtt, "ca_file") else { return nil }
-        if path.isEmpty {
-            report(
-                "mqtt.ca_file",
-                line: line,
-                "must not be empty; leave ca_file out to use the system's trusted certificates"
-            )
-        } else if path.utf8.contains(0) {
-            report("mqtt.ca_file", line: line, "must not contain a NUL character")
-        } else if !tls.isInvalid, !tls.or(false) {
-            report("mqtt.ca_file", line: line, "ca_file is only used with tls = true; set tls = true or remove ca_file")
-        } else {
-            return path
-        }
-        return nil
-    }
-
-    private mutating func username() -> String? {
-        guard case .found(let name, let line) = string(.mqtt, "username") else { return nil }
-        if name.isEmpty {
-            report("mqtt.username", line: line, "must not be empty; leave username out to connect without one")
-        } else if name.unicodeScalars.contains(where: Self.isControl) {
-            report("mqtt.username", line: line, "must not contain control characters")
-        } else {
-            return name
-        }
-        return nil
-    }
-
-    private mutating func clientIDPrefix() -> ConfigLookup<String> {
-        guard case .found(let prefix, let line) = string(.mqtt, "client_id_prefix") else { return .absent }
-        let why =
-            "the client id is this prefix plus 8 hex digits, and MQTT 3.1.1 brokers need only accept 23 characters"
-        if !prefix.utf8.allSatisfy({ TOMLLineScanner.isBareKeyByte($0) }) {
-            report(
-                "mqtt.client_id_prefix",
-                line: line,
-                "may only contain A–Z, a–z, 0–9, `_` and `-`; \(why) of that kind"
-            )
-        } else if prefix.utf8.count > 15 {
-            report(
-                "mqtt.client_id_prefix",
-                line: line,
-                "the prefix is \(prefix.utf8.count) characters long, more than 15; \(why)"
-            )
-        } else {
-            return .found(prefix, line: line)
-        }
-        return .invalid
-    }
-
     private mutating func topic(_ name: String) -> ConfigLookup<String> {
-        let lookup = string(.mqtt, name)
-        guard case .found(let topic, let line) = lookup else { return lookup }
-        let key = "mqtt.\(name)"
-        if topic.isEmpty {
-            report(key, line: line, "must not be empty")
-        } else if topic.utf8.contains(0) {
-            report(key, line: line, "must not contain a NUL character")
-        } else if topic.contains("+") || topic.contains("#") {
-            report(
-                key,
-                line: line,
-                "topics must not contain wildcards (`+` or `#`): gate publishes and reads one exact topic"
-            )
-        } else if topic.utf8.count > 65535 {
-            report(key, line: line, "the topic is \(topic.utf8.count) bytes long; an MQTT topic has at most 65535")
-        } else {
-            return lookup
+        checkedString(.mqtt, name) { topic in
+            if topic.isEmpty { return "must not be empty" }
+            if topic.utf8.contains(0) { return "must not contain a NUL character" }
+            if topic.contains("+") || topic.contains("#") {
+                return "topics must not contain wildcards (`+` or `#`): gate publishes and reads one exact topic"
+            }
+            if topic.utf8.count > 65535 {
+                return "the topic is \(topic.utf8.count) bytes long; an MQTT topic has at most 65535"
+            }
+            return nil
         }
-        return .invalid
     }
 
     private mutating func checkTopicsDiffer(trigger: ConfigLookup<String>, status: ConfigLookup<String>) {
@@ -348,26 +268,54 @@ extension ConfigValidator {
         scalar.properties.generalCategory == .control
     }
 
-    private mutating func mismatch(_ table: ConfigTable, _ key: String, _ entry: TOMLDocument.Entry, expected: String) {
-        report("\(table.rawValue).\(key)", line: entry.line, "expected \(expected), got \(entry.value.typeDescription)")
+    /// The value of `table.key` when `read` takes it (nil: another type); a value of
+    /// another type is reported as not the `expected` one, and invalid.
+    private mutating func typed<Value>(
+        _ table: ConfigTable,
+        _ key: String,
+        expected: String,
+        _ read: (TOMLValue) -> Value?
+    ) -> ConfigLookup<Value> {
+        guard let entry = values[table]?[key] else { return .absent }
+        guard let value = read(entry.value) else {
+            report(
+                "\(table.rawValue).\(key)",
+                line: entry.line,
+                "expected \(expected), got \(entry.value.typeDescription)"
+            )
+            return .invalid
+        }
+        return .found(value, line: entry.line)
+    }
+
+    /// `lookup`, reported with `problem`'s words (nil when the value is fine) and then invalid.
+    private mutating func checked<Value>(
+        _ lookup: ConfigLookup<Value>,
+        _ table: ConfigTable,
+        _ key: String,
+        _ problem: (Value) -> String?
+    ) -> ConfigLookup<Value> {
+        guard case .found(let value, let line) = lookup, let words = problem(value) else { return lookup }
+        report("\(table.rawValue).\(key)", line: line, words)
+        return .invalid
     }
 
     mutating func string(_ table: ConfigTable, _ key: String) -> ConfigLookup<String> {
-        guard let entry = values[table]?[key] else { return .absent }
-        guard case .string(let text) = entry.value else {
-            mismatch(table, key, entry, expected: "a string")
-            return .invalid
-        }
-        return .found(text, line: entry.line)
+        typed(table, key, expected: "a string") { if case .string(let text) = $0 { text } else { nil } }
+    }
+
+    private mutating func checkedString(
+        _ table: ConfigTable,
+        _ key: String,
+        _ problem: (String) -> String?
+    ) -> ConfigLookup<String> {
+        checked(string(table, key), table, key, problem)
     }
 
     private mutating func boolean(_ table: ConfigTable, _ key: String) -> ConfigLookup<Bool> {
-        guard let entry = values[table]?[key] else { return .absent }
-        guard case .boolean(let flag) = entry.value else {
-            mismatch(table, key, entry, expected: "a boolean (true or false)")
-            return .invalid
+        typed(table, key, expected: "a boolean (true or false)") {
+            if case .boolean(let flag) = $0 { flag } else { nil }
         }
-        return .found(flag, line: entry.line)
     }
 
     private mutating func integer(
@@ -376,20 +324,13 @@ extension ConfigValidator {
         in range: ClosedRange<Int>,
         unit: String = ""
     ) -> ConfigLookup<Int> {
-        guard let entry = values[table]?[key] else { return .absent }
-        guard case .integer(let number) = entry.value else {
-            mismatch(table, key, entry, expected: "an integer")
-            return .invalid
+        let number = typed(table, key, expected: "an integer") {
+            if case .integer(let number) = $0 { number } else { nil }
         }
-        guard number >= Int64(range.lowerBound), number <= Int64(range.upperBound) else {
-            report(
-                "\(table.rawValue).\(key)",
-                line: entry.line,
-                "\(number) is out of range (\(range.lowerBound)–\(range.upperBound)\(unit))"
-            )
-            return .invalid
-        }
-        return .found(Int(number), line: entry.line)
+        return checked(number, table, key) { number in
+            (Int64(range.lowerBound)...Int64(range.upperBound)).contains(number)
+                ? nil : "\(number) is out of range (\(range.lowerBound)–\(range.upperBound)\(unit))"
+        }.map { Int($0) }
     }
 
     /// A duration: an integer or a float, finite, within `0…maximum` (`0` itself only when `allowsZero`).
@@ -399,47 +340,24 @@ extension ConfigValidator {
         allowsZero: Bool,
         maximum: Int
     ) -> ConfigLookup<Double> {
-        guard let entry = values[table]?[key] else { return .absent }
-        let name = "\(table.rawValue).\(key)"
-        let value: Double
-        let written: String
-        switch entry.value {
-        case .integer(let number): (value, written) = (Double(number), "\(number)")
-        case .float(let number): (value, written) = (number, "\(number)")
-        case .string, .boolean:
-            mismatch(table, key, entry, expected: "a number of seconds")
-            return .invalid
+        let number = typed(table, key, expected: "a number of seconds") { value -> (Double, String)? in
+            switch value {
+            case .integer(let number): (Double(number), "\(number)")
+            case .float(let number): (number, "\(number)")
+            case .string, .boolean: nil
+            }
         }
-        if !value.isFinite {
-            report(name, line: entry.line, "\(written) is not a finite number of seconds")
-        } else if allowsZero ? value < 0 : value <= 0 {
-            report(
-                name,
-                line: entry.line,
-                allowsZero
+        return checked(number, table, key) { value, written in
+            if !value.isFinite { return "\(written) is not a finite number of seconds" }
+            if allowsZero ? value < 0 : value <= 0 {
+                return allowsZero
                     ? "\(written) is negative; it must be between 0 and \(maximum) seconds"
                     : "\(written) is not a usable timeout; it must be more than 0 seconds"
-            )
-        } else if value > Double(maximum) {
-            report(
-                name,
-                line: entry.line,
-                "\(written) is more than \(maximum) seconds; the value is in seconds, not milliseconds"
-            )
-        } else {
-            // -0.0 would print as "-0.0"; a plain zero reads better.
-            return .found(value == 0 ? 0 : value, line: entry.line)
-        }
-        return .invalid
-    }
-}
-
-extension String {
-    /// Without leading and trailing spaces and tabs.
-    var trimmingSpaces: Substring {
-        var text = Substring(self)
-        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
-        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
-        return text
+            }
+            if value > Double(maximum) {
+                return "\(written) is more than \(maximum) seconds; the value is in seconds, not milliseconds"
+            }
+            return nil
+        }.map { value, _ in value == 0 ? 0 : value }  // -0.0 would print as "-0.0"; a plain zero reads better.
     }
 }

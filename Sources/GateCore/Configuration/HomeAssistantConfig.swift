@@ -20,4 +20,10 @@ public struct HomeAssistantConfig: Sendable, Equatable {
         self.nodeID = nodeID
         self.name = name
     }
+
+    /// What `node_id` (and `gate homeassistant remove --node-id`) takes: 1–64 characters
+    /// of A–Z, a–z, 0–9, `_` and `-`.
+    public static func isValidNodeID(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy(TOMLLineScanner.isBareKeyByte)
+    }
 }

@@ -84,24 +84,19 @@ public struct TOMLDocument: Sendable {
     }
 
     private mutating func defineTable(_ path: [String], line: Int) throws(TOMLSyntaxError) {
-        for length in 1..<path.count {
+        // The header's own path and each above it (`a` for `[a.b]`) must not hold a value.
+        for length in 1...path.count {
             let prefix = Array(path[..<length])
-            switch definitions[prefix] {
-            case .value(let first):
+            if case .value(let first) = definitions[prefix] {
                 throw conflict(
                     prefix,
                     line: line,
                     "already holds a value (line \(first)), so it cannot also be a table"
                 )
-            case .header, .implicit, .dotted:
-                break
-            case nil:
-                definitions[prefix] = .implicit
             }
+            if length < path.count, definitions[prefix] == nil { definitions[prefix] = .implicit }
         }
         switch definitions[path] {
-        case .value(let first):
-            throw conflict(path, line: line, "already holds a value (line \(first)), so it cannot also be a table")
         case .header(let first):
             throw conflict(
                 path,
@@ -114,7 +109,7 @@ public struct TOMLDocument: Sendable {
                 line: line,
                 "the table [\(Self.displayKey(path))] was already created by a dotted key on line \(first)"
             )
-        case .implicit, nil:
+        default:  // nil or .implicit: a value was refused above
             definitions[path] = .header(line: line)
         }
         tables.append(Table(path: path, line: line))

@@ -103,17 +103,10 @@ enum TOMLNumber {
         guard try digitRun(token, from: start, radix: radix) == token.count else {
             throw radix == 10 ? notANumber : Failure(message: "this is not a valid base-\(radix) integer")
         }
-        var value: Int64 = 0
-        for byte in token[start...] where byte != UInt8(ascii: "_") {
-            guard let digit = digitValue(byte) else { throw notANumber }
-            let (shifted, overflowA) = value.multipliedReportingOverflow(by: Int64(radix))
-            // Accumulating toward the sign lets Int64.min through.
-            let (next, overflowB) =
-                negative
-                ? shifted.subtractingReportingOverflow(Int64(digit))
-                : shifted.addingReportingOverflow(Int64(digit))
-            guard !overflowA, !overflowB else { throw Failure(message: "this integer does not fit in 64 bits") }
-            value = next
+        let digits = String(decoding: token[start...].filter { $0 != UInt8(ascii: "_") }, as: UTF8.self)
+        // The digits were checked above: nil here means the value does not fit.
+        guard let value = Int64((negative ? "-" : "") + digits, radix: radix) else {
+            throw Failure(message: "this integer does not fit in 64 bits")
         }
         return value
     }

@@ -77,12 +77,8 @@ struct TOMLLineScanner {
 
     private mutating func simpleKey() throws(TOMLSyntaxError) -> String {
         switch peek() {
-        case UInt8(ascii: "\""):
-            if startsTripleQuote() { throw failure("a multi-line string cannot be a key") }
-            return try basicString()
-        case UInt8(ascii: "'"):
-            if startsTripleQuote() { throw failure("a multi-line string cannot be a key") }
-            return try literalString()
+        case UInt8(ascii: "\""), UInt8(ascii: "'"):
+            return try oneLineString(refusing: "a multi-line string cannot be a key")
         case nil:
             throw failure("expected a key")
         case let byte?:
@@ -104,12 +100,8 @@ struct TOMLLineScanner {
         switch peek() {
         case nil, UInt8(ascii: "#"):
             throw failure("expected a value after `=`")
-        case UInt8(ascii: "\""):
-            if startsTripleQuote() { throw failure("multi-line strings are not used in gate's configuration") }
-            return .string(try basicString())
-        case UInt8(ascii: "'"):
-            if startsTripleQuote() { throw failure("multi-line strings are not used in gate's configuration") }
-            return .string(try literalString())
+        case UInt8(ascii: "\""), UInt8(ascii: "'"):
+            return .string(try oneLineString(refusing: "multi-line strings are not used in gate's configuration"))
         case UInt8(ascii: "["):
             throw failure("arrays are not used in gate's configuration")
         case UInt8(ascii: "{"):
@@ -157,6 +149,13 @@ struct TOMLLineScanner {
     }
 
     // MARK: Strings
+
+    /// A basic (`"…"`) or literal (`'…'`) string; a multi-line one (`"""`, `'''`) is
+    /// refused with `multiLineProblem`.
+    private mutating func oneLineString(refusing multiLineProblem: String) throws(TOMLSyntaxError) -> String {
+        if peek(offset: 1) == peek() && peek(offset: 2) == peek() { throw failure(multiLineProblem) }
+        return try peek() == UInt8(ascii: "\"") ? basicString() : literalString()
+    }
 
     private mutating func basicString() throws(TOMLSyntaxError) -> String {
         index += 1
@@ -246,10 +245,6 @@ struct TOMLLineScanner {
 
     private func peek(offset: Int = 0) -> UInt8? {
         index + offset < end ? bytes[index + offset] : nil
-    }
-
-    private func startsTripleQuote() -> Bool {
-        peek(offset: 1) == peek() && peek(offset: 2) == peek()
     }
 
     private mutating func consume(_ byte: UInt8) -> Bool {

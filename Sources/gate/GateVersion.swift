@@ -1,5 +1,0 @@
-import GateCore
-
-enum GateVersion {
-    static let current = GateRelease.version
-}
