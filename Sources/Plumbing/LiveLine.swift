@@ -10,14 +10,11 @@ import Musl
 /// of that line: a log line written to the same terminal clears it first and draws
 /// it again after, under one lock, so that log lines never land in its middle.
 public final class LiveLine: Sendable {
-    private struct State {
-        var text: String?
-    }
-
     /// Erase the whole line and go to its start.
     static let erase = "\r\u{1B}[2K"
     private let fd: Int32
-    private let state = Mutex(State())
+    /// What the line shows; nil once cleared.
+    private let shown = Mutex<String?>(nil)
     /// The line that stderr's log lines go around, if any.
     private static let current = Mutex<LiveLine?>(nil)
 
@@ -34,8 +31,8 @@ public final class LiveLine: Sendable {
 
     /// Shows `text` in place of what the line showed.
     public func draw(_ text: String) {
-        state.withLock { state in
-            state.text = text
+        shown.withLock { shown in
+            shown = text
             write(Self.erase + text)
         }
     }
@@ -43,9 +40,9 @@ public final class LiveLine: Sendable {
     /// Erases the line and stops owning it: what follows starts on a clean line.
     public func clear() {
         Self.current.withLock { if $0 === self { $0 = nil } }
-        state.withLock { state in
-            if state.text != nil { write(Self.erase) }
-            state.text = nil
+        shown.withLock { shown in
+            if shown != nil { write(Self.erase) }
+            shown = nil
         }
     }
 
@@ -55,8 +52,8 @@ public final class LiveLine: Sendable {
             body()
             return
         }
-        line.state.withLock { state in
-            guard let text = state.text else {
+        line.shown.withLock { shown in
+            guard let text = shown else {
                 body()
                 return
             }

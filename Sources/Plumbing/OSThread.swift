@@ -18,23 +18,34 @@ public enum OSThread {
     /// Starts `body` on a new detached thread; returns `pthread_create`'s error code, if any.
     @discardableResult
     public static func detach(_ body: @escaping @Sendable () -> Void) -> Int32? {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        switch start(body) {
+        case .success(let thread):
+            pthread_detach(thread)
+            return nil
+        case .failure(let error):
+            return error.code
+        }
+    }
+
+    /// Starts `body` on a new joinable thread.
+    private static func start(_ body: @escaping @Sendable () -> Void) -> Result<pthread_t, SystemError> {
         let box = Unmanaged.passRetained(Box(body))
         var thread = pthread_t()
-        let start: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { raw in
-            guard let raw else { return nil }
-            Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
-            return nil
-        }
-        let status = pthread_create(&thread, &attributes, start, box.toOpaque())
-        if status != 0 {
+        let status = pthread_create(
+            &thread,
+            nil,
+            { raw in
+                guard let raw else { return nil }
+                Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
+                return nil
+            },
+            box.toOpaque()
+        )
+        guard status == 0 else {
             box.release()
-            return status
+            return .failure(SystemError("pthread_create", code: status))
         }
-        return nil
+        return .success(thread)
     }
 
     /// A thread that someone waits for: the simulator's receive loops, joined on exit.
@@ -43,23 +54,7 @@ public enum OSThread {
 
         /// Starts `body` on a new thread; throws `pthread_create`'s error.
         public init(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
-            let box = Unmanaged.passRetained(Box(body))
-            var id = pthread_t()
-            let status = pthread_create(
-                &id,
-                nil,
-                { raw in
-                    guard let raw else { return nil }
-                    Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
-                    return nil
-                },
-                box.toOpaque()
-            )
-            guard status == 0 else {
-                box.release()
-                throw SystemError("pthread_create", code: status)
-            }
-            self.id = id
+            id = try OSThread.start(body).get()
         }
 
         /// Waits for the body to return. Call once.

@@ -1,5 +1,11 @@
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// One line per message on stderr, each written with a single `write(2)`, so that
 /// lines from several threads never interleave, and around a live terminal line
 /// (`LiveLine`), never into its middle. What a line says is the program's
@@ -30,6 +36,7 @@ public struct StderrLogHandler: LogHandler {
             merged.merge(extra) { _, new in new }
         }
         let line = format(event.level, event.message, merged) + "\n"
-        LiveLine.around { StandardError.writeAll(line) }
+        // A failed write is dropped: there is nowhere left to report it.
+        LiveLine.around { _ = Descriptor.writeAll(STDERR_FILENO, Array(line.utf8)) }
     }
 }

@@ -29,9 +29,6 @@ public final class WakeSignal: Sendable {
         _ = write(writeEnd, &one, 1)
     }
 
-    /// Whether it has been signalled (and not cleared since), without waiting.
-    public var isSignalled: Bool { Poll.isReadable(fd) }
-
     /// Waits until it is signalled or `deadline` (`CLOCK_MONOTONIC` nanoseconds; nil:
     /// none) comes; true when signalled. The signal stays set until `clear()`.
     public func wait(until deadline: UInt64?) -> Bool {
