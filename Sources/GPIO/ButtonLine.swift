@@ -30,22 +30,6 @@ public final class ButtonLine: @unchecked Sendable {
     private let chip: OpaquePointer
     private let line: OpaquePointer
 
-    private init(
-        chipName: String,
-        offset: UInt32,
-        activeLow: Bool,
-        eventFD: Int32,
-        chip: OpaquePointer,
-        line: OpaquePointer
-    ) {
-        self.chipName = chipName
-        self.offset = offset
-        self.activeLow = activeLow
-        self.eventFD = eventFD
-        self.chip = chip
-        self.line = line
-    }
-
     /// Opens `chip` (a name, number, path or label: `gpiod_chip_open_lookup`, since
     /// the header's chip number differs between Pi models) and requests `line`
     /// for edge events under the consumer name `consumer`.
@@ -55,43 +39,44 @@ public final class ButtonLine: @unchecked Sendable {
         activeLow: Bool,
         consumer: String = "gate"
     ) throws(GPIOError) -> ButtonLine {
+        try ButtonLine(chip: name, line: offset, activeLow: activeLow, consumer: consumer)
+    }
+
+    private init(chip name: String, line offset: UInt32, activeLow: Bool, consumer: String) throws(GPIOError) {
         guard let chip = gpiod_chip_open_lookup(name) else {
             throw GPIOError("cannot open GPIO chip \(name)", call: "gpiod_chip_open_lookup", code: errno)
         }
-        guard let line = gpiod_chip_get_line(chip, offset) else {
-            let code = errno
+        /// The failure of `call`, with what was opened so far freed.
+        func failure(_ context: String, _ call: String, releasing line: OpaquePointer? = nil) -> GPIOError {
+            let error = GPIOError(context, call: call, code: errno)
+            if let line { gpiod_line_release(line) }
             gpiod_chip_close(chip)
-            throw GPIOError("cannot find line \(offset) on GPIO chip \(name)", call: "gpiod_chip_get_line", code: code)
+            return error
+        }
+        guard let line = gpiod_chip_get_line(chip, offset) else {
+            throw failure("cannot find line \(offset) on GPIO chip \(name)", "gpiod_chip_get_line")
         }
         let bias = activeLow ? gate_gpiod_flag_bias_pull_up() : gate_gpiod_flag_bias_pull_down()
         guard gpiod_line_request_both_edges_events_flags(line, consumer, bias) == 0 else {
-            let code = errno
-            gpiod_chip_close(chip)
-            throw GPIOError(
+            throw failure(
                 "cannot request line \(offset) of GPIO chip \(name) for edge events",
-                call: "gpiod_line_request_both_edges_events_flags",
-                code: code
+                "gpiod_line_request_both_edges_events_flags"
             )
         }
         let fd = gpiod_line_event_get_fd(line)
         guard fd >= 0 else {
-            let code = errno
-            gpiod_line_release(line)
-            gpiod_chip_close(chip)
-            throw GPIOError(
+            throw failure(
                 "cannot get the event fd of line \(offset) of GPIO chip \(name)",
-                call: "gpiod_line_event_get_fd",
-                code: code
+                "gpiod_line_event_get_fd",
+                releasing: line
             )
         }
-        return ButtonLine(
-            chipName: name,
-            offset: offset,
-            activeLow: activeLow,
-            eventFD: fd,
-            chip: chip,
-            line: line
-        )
+        self.chipName = name
+        self.offset = offset
+        self.activeLow = activeLow
+        self.eventFD = fd
+        self.chip = chip
+        self.line = line
     }
 
     deinit {

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import Plumbing
 
 /// A GPIO step that failed, worded as a sentence with the failing call last:
 /// `cannot open GPIO chip gpiochip0: gpiod_chip_open_lookup: No such file or directory`.
@@ -17,13 +13,11 @@ public struct GPIOError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Pass `errno` read right after the call: anything in between may change it.
     public init(_ context: String, call: String, code: Int32) {
-        self.context = context
-        self.call = call
+        self.init(context, call: call, words: SystemError.text(for: code))
         self.code = code
-        self.words = strerror(code).map { String(cString: $0) } ?? "error \(code)"
     }
 
-    /// A failure that has no errno (the library could not be loaded).
+    /// A failure that has no errno (`poll` reported the fd itself as bad).
     public init(_ context: String, call: String, words: String) {
         self.context = context
         self.call = call
