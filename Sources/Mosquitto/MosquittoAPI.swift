@@ -8,10 +8,6 @@ import CMosquitto
 struct MosquittoAPI: @unchecked Sendable {
     let table: gate_mosquitto_api
 
-    init(_ table: gate_mosquitto_api) {
-        self.table = table
-    }
-
     /// `api.connect(...)` calls `mosquitto_connect`. Never nil: the loader fails
     /// unless every entry was found.
     subscript<Function>(dynamicMember keyPath: KeyPath<gate_mosquitto_api, Function?>) -> Function {

@@ -28,9 +28,6 @@ public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String { "\(call): \(words)" }
 
-    /// MOSQ_ERR_SUCCESS, what every libmosquitto call returns when it worked.
-    public static var success: Int32 { gate_mosq_err_success() }
-
     public static func words(for code: Int32) -> String {
         if code == gate_mosq_err_errno() {
             let number = errno

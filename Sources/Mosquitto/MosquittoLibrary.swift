@@ -2,7 +2,7 @@ import CMosquitto
 
 /// libmosquitto's functions, loaded on first use (see CMosquitto/shim.h), with
 /// `mosquitto_lib_init` run exactly once per process.
-public enum MosquittoLibrary {
+enum MosquittoLibrary {
     private static let loaded: Result<MosquittoAPI, MosquittoError> = {
         var table = gate_mosquitto_api()
         if let failure = gate_mosquitto_load(&table) {
@@ -13,7 +13,7 @@ public enum MosquittoLibrary {
                 )
             )
         }
-        let api = MosquittoAPI(table)
+        let api = MosquittoAPI(table: table)
         _ = api.lib_init()
         return .success(api)
     }()
@@ -21,13 +21,5 @@ public enum MosquittoLibrary {
     /// The loaded library, or why it cannot be loaded.
     static func api() throws(MosquittoError) -> MosquittoAPI {
         try loaded.get()
-    }
-
-    /// Loads the library now, on the calling thread (it is otherwise loaded by the
-    /// first client); returns why it cannot be loaded, if so. Loading maps libssl and
-    /// libcrypto too: over a millisecond, during which glibc lets no thread start.
-    public static func load() -> MosquittoError? {
-        if case .failure(let error) = loaded { return error }
-        return nil
     }
 }
