@@ -49,7 +49,7 @@ let package = Package(
         // The push button's line and the reader of its edge events (for `gate daemon`).
         .target(name: "GPIO", dependencies: ["CGPIOD", "Plumbing"]),
         // The one Swift owner of a `struct mosquitto *`, shared by gate and the simulator.
-        .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
+        .target(name: "Mosquitto", dependencies: ["CMosquitto", "Plumbing"]),
         // The POSIX layer gate and the simulator share: system-call errors, socket
         // addresses, the one poll loop and non-blocking connect, threads and wake-up
         // pipes for blocking loops, the stderr log handler.

@@ -1,9 +1,6 @@
 import CMosquitto
+import Plumbing
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Owns one `struct mosquitto *` and frees it.
 ///
@@ -59,22 +56,14 @@ public final class MosquittoClient: @unchecked Sendable {
 
     /// Username and password for the CONNECT packet. libmosquitto keeps its own
     /// copy; the caller should wipe its bytes afterwards.
-    /// - Parameter password: borrowed; copied into a NUL-terminated buffer that is wiped
-    ///   (`explicit_bzero`) once libmosquitto has made its own copy.
+    /// - Parameter password: borrowed; handed over as a `WipedCString`.
     public func setCredentials(username: String, password: UnsafeBufferPointer<UInt8>?) throws(MosquittoError) {
-        let code: Int32
-        if let password {
-            let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: password.count + 1)
-            defer {
-                explicit_bzero(buffer.baseAddress!, buffer.count)
-                buffer.deallocate()
+        let code =
+            if let password {
+                WipedCString.with(password) { api.username_pw_set(handle, username, $0) }
+            } else {
+                api.username_pw_set(handle, username, nil)
             }
-            password.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
-            buffer[password.count] = 0
-            code = api.username_pw_set(handle, username, buffer.baseAddress)
-        } else {
-            code = api.username_pw_set(handle, username, nil)
-        }
         try check("mosquitto_username_pw_set", code)
     }
 
