@@ -1,4 +1,5 @@
 import CLibSecret
+import Plumbing
 
 #if canImport(Glibc)
 import Glibc
@@ -21,13 +22,20 @@ public final class SecretServiceStore {
     public static let mqttPasswordLabel = "gate MQTT password"
 
     private let api: SecretServiceAPI
-    private let schema: SchemaHandle
+    private let schema: Owned<OpaquePointer>
 
     /// Fails at once, without loading libsecret, when there is no session bus to
     /// reach a Secret Service on (the usual case for a system service or over SSH
     /// on a headless machine).
     public init(environment: [String: String] = ProcessEnvironment.current()) throws(SecretServiceFailure) {
-        try SessionBus.check(environment: environment)
+        // Without a session bus, GLib's last resort (autolaunching a bus through X11)
+        // would only fail slowly or leave a stray bus behind.
+        guard SessionBus.isPresent(environment: environment) else {
+            throw .unavailable(
+                "there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
+                    + "Service to ask; \(SessionBus.headlessAdvice)"
+            )
+        }
         let api = try SecretServiceLibrary.api()
         // SECRET_SCHEMA_NONE: lookups match the schema name too (the `xdg:schema`
         // attribute). With DONT_MATCH_NAME an entry made by hand with `secret-tool store
@@ -39,36 +47,20 @@ public final class SecretServiceStore {
             throw .failed("libsecret could not create the schema \(Self.schemaName)")
         }
         self.api = api
-        self.schema = SchemaHandle(schema, api: api)
+        self.schema = Owned(schema) { api.secret_schema_unref($0) }
     }
 
     /// Stores (or replaces) the entry for `account` in the default collection.
     public func store(_ secret: Secret, account: String, label: String) throws(SecretServiceFailure) {
-        let attributes = AttributeTable(api: api, service: Self.service, account: account)
+        let attributes = self.attributes(account)
         var error: UnsafeMutablePointer<GError>?
-        let stored: gboolean = secret.withBytes { bytes in
-            // A NUL-terminated copy for libsecret (which copies it into its own
-            // non-pageable memory), wiped before it is freed.
-            let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: bytes.count + 1)
-            defer {
-                explicit_bzero(buffer.baseAddress!, buffer.count)
-                buffer.deallocate()
+        // libsecret copies the password into its own non-pageable memory.
+        let stored = secret.withBytes { bytes in
+            WipedCString.with(bytes) { password in
+                api.secret_password_storev_sync(schema.pointer, attributes.pointer, nil, label, password, nil, &error)
             }
-            bytes.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(from: $0) }
-            buffer[bytes.count] = 0
-            return api.secret_password_storev_sync(
-                schema.pointer,
-                attributes.pointer,
-                nil,
-                label,
-                buffer.baseAddress,
-                nil,
-                &error
-            )
         }
-        if let error {
-            throw SecretServiceError(error, api: api).failure(doing: "store the entry")
-        }
+        try check(error, doing: "store the entry")
         if stored == 0 {
             throw .failed("the Secret Service did not store the entry and gave no reason")
         }
@@ -76,13 +68,12 @@ public final class SecretServiceStore {
 
     /// The entry for `account`, or nil when there is none.
     public func lookup(account: String) throws(SecretServiceFailure) -> Secret? {
-        let attributes = AttributeTable(api: api, service: Self.service, account: account)
+        let attributes = self.attributes(account)
         var error: UnsafeMutablePointer<GError>?
+        // Freeing it with `secret_password_free` wipes it first.
         let found = api.secret_password_lookupv_nonpageable_sync(schema.pointer, attributes.pointer, nil, &error)
-        if let error {
-            if let found { api.secret_password_free(found) }
-            throw SecretServiceError(error, api: api).failure(doing: "look the entry up")
-        }
+            .map { Owned($0) { [api] in api.secret_password_free($0) } }
+        try check(error, doing: "look the entry up")
         guard let found else {
             // Nothing unlocked matched. If a locked entry exists, the keyring could not be
             // unlocked (no prompt could be shown, or it was dismissed): say so, instead of
@@ -90,19 +81,22 @@ public final class SecretServiceStore {
             try refuseIfLocked(attributes, doing: "read the entry")
             return nil
         }
-        let password = NonpageablePassword(found, api: api)
-        return password.copy()
+        // The one copy gate keeps, as a `Secret` (wiped when it is freed).
+        return withExtendedLifetime(found) {
+            let count = strlen(found.pointer)
+            return found.pointer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+                Secret(bytes: Array(UnsafeBufferPointer(start: bytes, count: count)))
+            }
+        }
     }
 
     /// Deletes the entry for `account`; false when there was none.
     @discardableResult
     public func clear(account: String) throws(SecretServiceFailure) -> Bool {
-        let attributes = AttributeTable(api: api, service: Self.service, account: account)
+        let attributes = self.attributes(account)
         var error: UnsafeMutablePointer<GError>?
         let removed = api.secret_password_clearv_sync(schema.pointer, attributes.pointer, nil, &error)
-        if let error {
-            throw SecretServiceError(error, api: api).failure(doing: "delete the entry")
-        }
+        try check(error, doing: "delete the entry")
         if removed != 0 { return true }
         try refuseIfLocked(attributes, doing: "delete the entry")
         return false
@@ -110,13 +104,16 @@ public final class SecretServiceStore {
 
     /// Throws `.locked` when a matching entry exists but is locked. Searches without
     /// unlocking (no prompt) and without loading any secret.
-    private func refuseIfLocked(_ attributes: AttributeTable, doing action: String) throws(SecretServiceFailure) {
+    private func refuseIfLocked(_ attributes: Owned<OpaquePointer>, doing action: String) throws(SecretServiceFailure) {
         var error: UnsafeMutablePointer<GError>?
         let list = api.secret_password_searchv_sync(schema.pointer, attributes.pointer, SECRET_SEARCH_ALL, nil, &error)
-        let items = list.map { ItemList($0, api: api) }
-        if let error {
-            throw SecretServiceError(error, api: api).failure(doing: action)
+        let items = list.map { list in
+            Owned(list) { [api] in
+                var table = api.table
+                gate_secret_list_free(&table, $0)
+            }
         }
+        try check(error, doing: action)
         if items != nil {
             throw .locked(
                 "the Secret Service holds the entry but its collection is locked and was not unlocked, "
@@ -125,88 +122,39 @@ public final class SecretServiceStore {
             )
         }
     }
+
+    /// The `GHashTable *` of attributes (`service`, `account`) of one call.
+    private func attributes(_ account: String) -> Owned<OpaquePointer> {
+        var table = api.table
+        return Owned(gate_secret_attributes_new(&table, Self.service, account)) { [api] in api.g_hash_table_unref($0) }
+    }
+
+    /// Throws what the `GError` a call set says, if it set one, and frees it.
+    private func check(_ error: UnsafeMutablePointer<GError>?, doing action: String) throws(SecretServiceFailure) {
+        guard let error else { return }
+        throw SecretServiceError(error, api: api).failure(doing: action)
+    }
 }
 
-/// Without a session bus there is no Secret Service, and GLib's last resort
-/// (autolaunching a bus through X11) would only fail slowly or leave a stray bus behind.
 extension SessionBus {
+    /// Where the password comes from without a desktop session.
     static let headlessAdvice =
         "on a headless machine or for the system service, provide the password as the "
         + "systemd credential `mqtt-password` instead (LoadCredentialEncrypted=mqtt-password; "
         + "gate reads $CREDENTIALS_DIRECTORY/mqtt-password)"
-
-    static func check(environment: [String: String]) throws(SecretServiceFailure) {
-        if isPresent(environment: environment) { return }
-        throw .unavailable(
-            "there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so no Secret "
-                + "Service to ask; \(headlessAdvice)"
-        )
-    }
 }
 
-/// Owns a `SecretSchema *` from `secret_schema_newv`.
-private final class SchemaHandle {
-    let pointer: OpaquePointer
-    private let api: SecretServiceAPI
+/// Owns one pointer that libsecret or GLib handed out, and frees it with `free`.
+private final class Owned<Pointer> {
+    let pointer: Pointer
+    private let free: (Pointer) -> Void
 
-    init(_ pointer: OpaquePointer, api: SecretServiceAPI) {
+    init(_ pointer: Pointer, free: @escaping (Pointer) -> Void) {
         self.pointer = pointer
-        self.api = api
+        self.free = free
     }
 
-    deinit { api.secret_schema_unref(pointer) }
-}
-
-/// Owns the `GHashTable *` of attributes (`service`, `account`) of one call.
-private final class AttributeTable {
-    let pointer: OpaquePointer
-    private let api: SecretServiceAPI
-
-    init(api: SecretServiceAPI, service: String, account: String) {
-        var table = api.table
-        pointer = gate_secret_attributes_new(&table, service, account)
-        self.api = api
-    }
-
-    deinit { api.g_hash_table_unref(pointer) }
-}
-
-/// Owns a password returned by `secret_password_lookupv_nonpageable_sync`; freeing
-/// it with `secret_password_free` wipes it first.
-private final class NonpageablePassword {
-    private let pointer: UnsafeMutablePointer<CChar>
-    private let api: SecretServiceAPI
-
-    init(_ pointer: UnsafeMutablePointer<CChar>, api: SecretServiceAPI) {
-        self.pointer = pointer
-        self.api = api
-    }
-
-    /// The one copy gate keeps, as a `Secret` (wiped when it is freed).
-    func copy() -> Secret {
-        let count = strlen(pointer)
-        return pointer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
-            Secret(bytes: Array(UnsafeBufferPointer(start: bytes, count: count)))
-        }
-    }
-
-    deinit { api.secret_password_free(pointer) }
-}
-
-/// Owns the `GList *` of items from `secret_password_searchv_sync`.
-private final class ItemList {
-    private let pointer: OpaquePointer
-    private let api: SecretServiceAPI
-
-    init(_ pointer: OpaquePointer, api: SecretServiceAPI) {
-        self.pointer = pointer
-        self.api = api
-    }
-
-    deinit {
-        var table = api.table
-        gate_secret_list_free(&table, pointer)
-    }
+    deinit { free(pointer) }
 }
 
 /// Owns a `GError *` and turns it into words for the user.
