@@ -31,55 +31,37 @@ public final class DesktopNotifications: Sendable {
     /// cooperative pool.
     public func show(_ notice: NotificationMachine.Notice) async -> Result<UInt32, DesktopNotificationFailure> {
         await withCheckedContinuation { continuation in
-            let failed = OSThread.detach { [self] in
-                continuation.resume(returning: self.showNow(notice))
-            }
-            if let failed {
-                continuation.resume(
-                    returning: .failure(
-                        .failed(
-                            "cannot show a desktop notification: pthread_create: \(SystemError.text(for: failed))"
-                        )
-                    )
-                )
-            }
+            let failed = OSThread.detach { [self] in continuation.resume(returning: self.showNow(notice)) }
+            guard let failed else { return }
+            let why = "cannot show a desktop notification: pthread_create: \(SystemError.text(for: failed))"
+            continuation.resume(returning: .failure(.failed(why)))
         }
     }
 
+    /// On the connection kept from the last notice while it stays open, else on a new one.
     private func showNow(_ notice: NotificationMachine.Notice) -> Result<UInt32, DesktopNotificationFailure> {
         if let unavailability { return .failure(unavailability) }
-        return connection.withLock { slot -> Result<UInt32, DesktopNotificationFailure> in
-            if let open = slot, !open.isOpen { slot = nil }
-            let bus: SessionBusConnection
-            if let open = slot {
-                bus = open
-            } else {
-                do throws(DesktopNotificationFailure) {
-                    bus = try SessionBusConnection()
-                } catch {
-                    return .failure(error)
-                }
-                slot = bus
+        return connection.withLock { slot in
+            if let open = slot, open.isOpen { return open.notify(notice) }
+            switch SessionBusConnection.open() {
+            case .success(let opened):
+                slot = opened
+                return opened.notify(notice)
+            case .failure(let failure):
+                slot = nil
+                return .failure(failure)
             }
-            let result = bus.notify(notice)
-            if case .failure = result, !bus.isOpen { slot = nil }
-            return result
         }
     }
-}
 
-extension DesktopNotifications {
     /// Asks the session bus for the notification server (`GetServerInformation`), on
     /// a connection of its own: what `gate doctor` says about `[notify]`. Blocking,
     /// at most `callTimeoutMicroseconds`; shows nothing.
     public func serverFacts() -> NotifyFacts {
         if unavailability != nil { return .noSessionBus }
-        let bus: SessionBusConnection
-        do throws(DesktopNotificationFailure) {
-            bus = try SessionBusConnection()
-        } catch {
-            return .failed(why: error.description)
+        switch SessionBusConnection.open() {
+        case .success(let bus): return bus.serverFacts()
+        case .failure(let failure): return .failed(why: failure.description)
         }
-        return bus.serverFacts()
     }
 }

@@ -44,14 +44,6 @@ public struct NotificationMachine: Sendable {
         public var replaces: UInt32
         /// How long the server shows it; 0: until dismissed.
         public var timeoutMilliseconds: Int32
-
-        public init(summary: String, body: String, urgency: Urgency, replaces: UInt32, timeoutMilliseconds: Int32) {
-            self.summary = summary
-            self.body = body
-            self.urgency = urgency
-            self.replaces = replaces
-            self.timeoutMilliseconds = timeoutMilliseconds
-        }
     }
 
     public enum Event: Sendable {
@@ -151,14 +143,8 @@ public struct NotificationMachine: Sendable {
             if let current = inFlight, current.source == opening.source, current.pid == opening.pid { break }
             inFlight = opening
             guard wants(source: opening.source) else { break }
-            let notice = Notice(
-                summary: "Gate: opening (\(opening.source))…",
-                body: SafeText.markup(Self.startBody(record)),
-                urgency: .low,
-                replaces: 0,
-                timeoutMilliseconds: timeout
-            )
-            let action = admit(notice, at: now)
+            let start = notice("Gate: opening (\(opening.source))…", SafeText.markup(Self.startBody(record)), .low)
+            let action = admit(start, at: now)
             actions.append(action)
             if case .show = action { awaitingIDs.append(opening) }
         case .ready, .timeout, .error:
@@ -186,7 +172,16 @@ public struct NotificationMachine: Sendable {
         settings.everyOpening || Self.othersSources.contains(source)
     }
 
-    private var timeout: Int32 { Int32(clamping: settings.timeoutMilliseconds) }
+    /// A notice shown for `[notify]`'s timeout, replacing the notification `id` (nil: a new one).
+    private func notice(_ summary: String, _ body: String, _ urgency: Urgency, replacing id: UInt32? = nil) -> Notice {
+        Notice(
+            summary: summary,
+            body: body,
+            urgency: urgency,
+            replaces: id ?? 0,
+            timeoutMilliseconds: Int32(clamping: settings.timeoutMilliseconds)
+        )
+    }
 
     private func finished(_ last: StatusRecord.Last, replacing id: UInt32?) -> Notice? {
         let source = last.source
@@ -196,31 +191,16 @@ public struct NotificationMachine: Sendable {
             // A replaced start notice is always finished, whoever opened.
             guard wants(source: source) || id != nil else { return nil }
             let how = [last.adapter, duration].compactMap { $0 }.joined(separator: ", ")
-            return Notice(
-                summary: "Gate: relay cycle confirmed" + (how.isEmpty ? "" : " (\(how))"),
-                body: SafeText.markup("source: \(source)"),
-                urgency: .normal,
-                replaces: id ?? 0,
-                timeoutMilliseconds: timeout
-            )
+            let summary = "Gate: relay cycle confirmed" + (how.isEmpty ? "" : " (\(how))")
+            return notice(summary, SafeText.markup("source: \(source)"), .normal, replacing: id)
         case .timeout, .error:
             let why = last.error.flatMap(GateKeeperError.init(rawValue:))?.summary ?? last.error ?? "the opening failed"
             let details = [last.adapter.map { "via \($0)" }, duration].compactMap { $0 }.joined(separator: ", ")
-            return Notice(
-                summary: "Gate: opening failed (\(source))",
-                body: SafeText.markup(why + (details.isEmpty ? "" : " (\(details))")),
-                urgency: .critical,
-                replaces: id ?? 0,
-                timeoutMilliseconds: timeout
-            )
+            let body = SafeText.markup(why + (details.isEmpty ? "" : " (\(details))"))
+            return notice("Gate: opening failed (\(source))", body, .critical, replacing: id)
         case .interrupted:
-            return Notice(
-                summary: "Gate: opening interrupted (\(source))",
-                body: "the opener stopped mid-cycle; the relay may have cycled",
-                urgency: .critical,
-                replaces: id ?? 0,
-                timeoutMilliseconds: timeout
-            )
+            let body = "the opener stopped mid-cycle; the relay may have cycled"
+            return notice("Gate: opening interrupted (\(source))", body, .critical, replacing: id)
         }
     }
 
