@@ -32,12 +32,7 @@ public struct HomeAssistantDiscovery: Sendable {
         ])
     }
 
-    var origin: JSONValue {
-        .object([
-            ("name", .string("gate")),
-            ("sw_version", .string(version)),
-        ])
-    }
+    var origin: JSONValue { .object([("name", .string("gate")), ("sw_version", .string(version))]) }
 
     /// Members every entity shares: availability, device, origin.
     private func entity(_ name: String, id: String, _ members: [(String, JSONValue)]) -> JSONValue {

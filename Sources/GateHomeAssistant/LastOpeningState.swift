@@ -10,34 +10,6 @@ public struct LastOpeningState: Sendable, Equatable {
     public var finishedAt: String
     public var error: String?
 
-    public init(
-        outcome: String,
-        adapter: String?,
-        durationMs: Int64?,
-        source: String,
-        finishedAt: String,
-        error: String?
-    ) {
-        self.outcome = outcome
-        self.adapter = adapter
-        self.durationMs = durationMs
-        self.source = source
-        self.finishedAt = finishedAt
-        self.error = error
-    }
-
-    /// The status file's last opening.
-    public init(_ last: StatusRecord.Last) {
-        self.init(
-            outcome: last.outcome.rawValue,
-            adapter: last.adapter,
-            durationMs: last.durationMs,
-            source: last.source,
-            finishedAt: last.finishedAt,
-            error: last.error
-        )
-    }
-
     /// A command refused before anything was sent.
     public static func refused(source: String, at: String, error: String?) -> LastOpeningState {
         LastOpeningState(outcome: "refused", adapter: nil, durationMs: 0, source: source, finishedAt: at, error: error)
@@ -51,5 +23,19 @@ public struct LastOpeningState: Sendable, Equatable {
             ("finished_at", .string(finishedAt)),
             ("error", .string(error)),
         ])
+    }
+}
+
+extension LastOpeningState {
+    /// The status file's last opening (in an extension, so that the memberwise init stays).
+    public init(_ last: StatusRecord.Last) {
+        self.init(
+            outcome: last.outcome.rawValue,
+            adapter: last.adapter,
+            durationMs: last.durationMs,
+            source: last.source,
+            finishedAt: last.finishedAt,
+            error: last.error
+        )
     }
 }
