@@ -24,7 +24,7 @@ public final class MosquittoClient: @unchecked Sendable {
     private let api: MosquittoAPI
     private let handle: OpaquePointer
     private let context: Unmanaged<CallbackContext>
-    private let loopRunning = Mutex(false)
+    private let loopRunning = Atomic(false)
     public let clientID: String
 
     /// - Parameters:
@@ -45,8 +45,7 @@ public final class MosquittoClient: @unchecked Sendable {
     }
 
     deinit {
-        let running = loopRunning.withLock { $0 }
-        if running {
+        if loopRunning.load(ordering: .acquiring) {
             _ = api.disconnect(handle)
             _ = api.loop_stop(handle, true)
         }
@@ -108,7 +107,7 @@ public final class MosquittoClient: @unchecked Sendable {
     /// Starts libmosquitto's network thread, which also reconnects after a loss.
     public func startLoop() throws(MosquittoError) {
         try check("mosquitto_loop_start", api.loop_start(handle))
-        loopRunning.withLock { $0 = true }
+        loopRunning.store(true, ordering: .releasing)
     }
 
     /// Runs the network loop once on the caller's thread (instead of `startLoop`):
@@ -134,11 +133,7 @@ public final class MosquittoClient: @unchecked Sendable {
 
     /// Stops the network thread (after a disconnect, or at once when `force`).
     public func stopLoop(force: Bool = true) {
-        let running = loopRunning.withLock { running -> Bool in
-            defer { running = false }
-            return running
-        }
-        if running { _ = api.loop_stop(handle, force) }
+        if loopRunning.exchange(false, ordering: .acquiringAndReleasing) { _ = api.loop_stop(handle, force) }
     }
 
     /// Sends every packet at once (`TCP_NODELAY`, before `connect`). With Nagle's

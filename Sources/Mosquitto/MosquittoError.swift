@@ -1,4 +1,5 @@
 import CMosquitto
+import Plumbing
 
 #if canImport(Glibc)
 import Glibc
@@ -29,10 +30,7 @@ public struct MosquittoError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { "\(call): \(words)" }
 
     public static func words(for code: Int32) -> String {
-        if code == gate_mosq_err_errno() {
-            let number = errno
-            return strerror(number).map { String(cString: $0) } ?? "error \(number)"
-        }
+        if code == gate_mosq_err_errno() { return SystemError.text(for: errno) }
         guard let api = try? MosquittoLibrary.api(), let text = api.strerror(code) else { return "error \(code)" }
         return String(cString: text)
     }
