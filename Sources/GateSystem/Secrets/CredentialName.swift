@@ -18,7 +18,7 @@ public enum CredentialName: String, Sendable, CaseIterable {
     /// The Secret Service item's label, as a keyring shows it.
     public var label: String {
         switch self {
-        case .mqttPassword: SecretServiceStore.mqttPasswordLabel
+        case .mqttPassword: "gate MQTT password"
         case .esp32Key: "gate ESP32 key (protocol v2)"
         }
     }

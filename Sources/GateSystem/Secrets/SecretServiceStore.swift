@@ -19,7 +19,6 @@ import Glibc
 public final class SecretServiceStore {
     public static let schemaName = "org.gate.Credentials"
     public static let service = "gate"
-    public static let mqttPasswordLabel = "gate MQTT password"
 
     private let api: SecretServiceAPI
     private let schema: Owned<OpaquePointer>
