@@ -102,7 +102,13 @@ struct ConfigService: Service, CustomStringConvertible {
             let places = ConfigService.watchedPlaces(of: path).map { Place(folder: $0.folder, name: $0.name) }
             let wanted = places.map { ($0, FileChangeWatch.identity(of: $0.folder)) }
             let current = armed.map { ($0.place, Optional($0.identity)) }
-            if wanted.elementsEqual(current, by: { $0.0 == $1.0 && $0.1 == $1.1 }) { return false }
+            // A watch whose folder went away sees nothing more, even of a folder made again
+            // at the path with the old inode number.
+            if !armed.contains(where: { $0.watch.isGone }),
+                wanted.elementsEqual(current, by: { $0.0 == $1.0 && $0.1 == $1.1 })
+            {
+                return false
+            }
             let first = armed.isEmpty
             stop()
             var missing = false

@@ -168,16 +168,6 @@ private func fakeHeardSomething(_ log: String) -> Bool {
     text(log).range(of: "received [1-9]", options: .regularExpression) != nil
 }
 
-/// Whether every thread of `pid` is stopped (state `T` in /proc).
-private func isStopped(_ pid: Int32) -> Bool {
-    guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return false }
-    return tasks.allSatisfy { task in
-        let stat = text("/proc/\(pid)/task/\(task)/stat")
-        guard let close = stat.lastIndex(of: ")") else { return false }
-        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
-    }
-}
-
 /// Whether nobody holds the opening lock (the runtime folder and `lock`), as an opener
 /// would find it: probed with a non-blocking exclusive flock, dropped at once.
 private func lockIsFree(runtime: String) -> Bool {

@@ -203,6 +203,35 @@ struct GateStatusTests {
         watcher.closeReader()
         #expect(watcher.waitForExit(within: .seconds(5)) == 0)
     }
+
+    @Test(
+        "--watch paused while its folder is deleted and made again (the same inode number on ext4): later changes still show"
+    )
+    func watchFolderRecreatedWhilePaused() throws {
+        let environment = GateRunner.isolatedEnvironment()
+        let folder = try #require(environment["GATE_RUNTIME_DIR"])
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let watcher = try PipedGate(["status", "--watch", "--format", "text"], environment: environment)
+        #expect(watcher.readLine(within: .seconds(5)) == "ready")
+        try writeStatus(in: folder, state: "error", resetAfter: .seconds(60))
+        #expect(watcher.readLine(within: .seconds(3))?.hasPrefix("error until ") == true)
+        // The watcher reads the folder's deletion only once the new folder is there: by
+        // its device and inode it may look like the folder it watched.
+        kill(watcher.pid, SIGSTOP)
+        #expect(waitUntil(.seconds(5)) { isStopped(watcher.pid) })
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try writeStatus(in: folder, state: "timeout", resetAfter: .seconds(60))
+        kill(watcher.pid, SIGCONT)
+        #expect(watcher.readLine(within: .seconds(3))?.hasPrefix("timeout until ") == true)
+        try writeStatus(in: folder, state: "error", resetAfter: .seconds(60))
+        #expect(
+            watcher.readLine(within: .seconds(3))?.hasPrefix("error until ") == true,
+            "a change in the folder made again was not seen"
+        )
+        watcher.closeReader()
+        #expect(watcher.waitForExit(within: .seconds(5)) == 0)
+    }
 }
 
 /// A status file as an opener writes it: a temporary file renamed into place, its times
@@ -315,6 +344,8 @@ private final class PipedGate {
         // Only the child may hold the write end, or the test would never see EOF.
         try writer.close()
     }
+
+    var pid: pid_t { process.processIdentifier }
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }

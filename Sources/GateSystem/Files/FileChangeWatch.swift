@@ -15,6 +15,7 @@ import Glibc
 public final class FileChangeWatch: Sendable {
     public let changes: AsyncStream<Void>
     private let wake: WakeSignal
+    private let folder: FolderWatch
 
     /// - Parameter names: the file names in `directory` that count; others are ignored.
     public init(directory: String, names: Set<String>) throws(SystemError) {
@@ -29,6 +30,7 @@ public final class FileChangeWatch: Sendable {
         continuation.onTermination = { _ in wake.signal() }
         self.changes = stream
         self.wake = wake
+        self.folder = folder
         let failure = OSThread.detach {
             Self.readLoop(folder, wake: wake, into: continuation)
             continuation.finish()
@@ -43,6 +45,10 @@ public final class FileChangeWatch: Sendable {
     public static func identity(of directory: String) -> FolderIdentity? {
         FolderWatch.identity(of: directory)
     }
+
+    /// The folder was deleted or moved away: a folder at its path now is another one,
+    /// whatever its identity (`FolderWatch.isGone`).
+    public var isGone: Bool { folder.isGone }
 
     /// Ends the watching thread and the stream; safe from any thread, repeatedly.
     public func stop() {

@@ -1,4 +1,5 @@
 import Plumbing
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,7 @@ public final class FolderWatch: Sendable {
     /// Readable when events are queued.
     public let fd: Int32
     private let names: Set<String>
+    private let gone = Atomic(false)
 
     /// - Parameter names: the file names in `directory` that count; others are ignored.
     public init(directory: String, names: Set<String>) throws(SystemError) {
@@ -60,7 +62,24 @@ public final class FolderWatch: Sendable {
             }
             guard count > 0 else { return concerned }
             if Self.matches(buffer[0..<count], names: names) { concerned = true }
+            if Self.folderGone(buffer[0..<count]) { gone.store(true, ordering: .relaxed) }
         }
+    }
+
+    /// The watched folder was deleted or moved away: this watch sees nothing more, even
+    /// when the path names a folder again, which may have the old one's inode number
+    /// (tmpfs and ext4 reuse them at once): `identity` alone cannot tell.
+    public var isGone: Bool { gone.load(ordering: .relaxed) }
+
+    /// Whether the buffer holds `IN_DELETE_SELF`, `IN_MOVE_SELF` or `IN_IGNORED`.
+    static func folderGone(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var offset = bytes.startIndex
+        while offset + MemoryLayout<inotify_event>.size <= bytes.endIndex {
+            let event = bytes[offset...].withUnsafeBytes { $0.loadUnaligned(as: inotify_event.self) }
+            if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { return true }
+            offset += MemoryLayout<inotify_event>.size + Int(event.len)
+        }
+        return false
     }
 
     /// Whether any event in the buffer names one of `names` (or lost events: overflow).

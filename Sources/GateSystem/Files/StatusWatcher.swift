@@ -131,7 +131,7 @@ public final class StatusWatcher {
     private func watchFolder() {
         let folder = paths.runtimeDirectory
         let identity = FolderWatch.identity(of: folder)
-        if let watched = folderWatch, watched.identity == identity { return }
+        if let watched = folderWatch, watched.identity == identity, !watched.watch.isGone { return }
         folderWatch = nil
         if let identity, let watch = try? FolderWatch(directory: folder, names: ["status.json", "lock"]) {
             folderWatch = (watch, identity)
