@@ -51,18 +51,16 @@ public enum HistoryLog {
         }
         defer { close(fd) }
         var tail = HistoryTail(limit: limit)
-        if let failure = SharedFile.readBackward(
-            fd,
-            path: path,
-            maximumBytes: scanBytes,
-            { chunk, atStart in
-                tail.feed(chunk, atStart: atStart)
-                return !tail.isSatisfied
-            }
-        ) {
-            return .failure(failure)
-        }
+        if let failure = fill(&tail, from: fd, path: path) { return .failure(failure) }
         return .success(tail.entries)
+    }
+
+    /// Feeds `tail` the file's chunks from its end backward, until it has enough.
+    private static func fill(_ tail: inout HistoryTail, from fd: Int32, path: String) -> SharedFileError? {
+        SharedFile.readBackward(fd, path: path, maximumBytes: scanBytes) { chunk, atStart in
+            tail.feed(chunk, atStart: atStart)
+            return !tail.isSatisfied
+        }
     }
 
     /// The newest `limit` entries, oldest first; none when the file cannot be read.
@@ -74,17 +72,7 @@ public enum HistoryLog {
     /// replacing the file: read from `fd`, the file just appended to.
     static func trim(_ fd: Int32, path: String) -> SharedFileError? {
         var tail = HistoryTail(limit: .max, byteBudget: maximumBytes / 2)
-        if let failure = SharedFile.readBackward(
-            fd,
-            path: path,
-            maximumBytes: scanBytes,
-            { chunk, atStart in
-                tail.feed(chunk, atStart: atStart)
-                return !tail.isSatisfied
-            }
-        ) {
-            return failure
-        }
+        if let failure = fill(&tail, from: fd, path: path) { return failure }
         return SharedFile.replace(path, with: tail.text, mode: 0o664)
     }
 }
