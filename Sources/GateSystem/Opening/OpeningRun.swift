@@ -207,7 +207,8 @@ extension OpeningRun.Loop {
             return machine.handle(.adapter(running.kind, event, at: at))
         case .observed(let report, let at):
             logger.debug("status topic", metadata: ["report": "\(report)", "during": "\(running.kind)"])
-            return machine.handle(.observed(report, at: at))
+            let sent = running.sentFirst(permit: permit) { machine.handle(.adapter(running.kind, .sent, at: at)) }
+            return sent + machine.handle(.observed(report, at: at))
         case .signed, .epoch:
             // Protocol v2's (`V2OpeningRun`); a v1 opening never asks for them.
             return []

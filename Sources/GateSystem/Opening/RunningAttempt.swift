@@ -10,6 +10,15 @@ struct RunningAttempt {
     let cancel: AttemptCancel
     let stopTimer: @Sendable () -> Void
 
+    /// Evidence that came on another thread than the adapter's (the status topic, a
+    /// signed reply on the MQTT link) can overtake the adapter's own `.sent`: the permit
+    /// records a send before it happens, and the answer may be read before the adapter
+    /// reports it. The machine then hears of the send first (`send`, which it takes
+    /// once), so that the attempt that carried the trigger says it did.
+    func sentFirst<Action>(permit: TriggerPermit, _ send: () -> [Action]) -> [Action] {
+        permit.sent(attempt: number) ? send() : []
+    }
+
     /// Ends it: the permit closes first, so nothing more leaves; then its timer and adapter stop.
     func end(permit: TriggerPermit) {
         permit.close(attempt: number)

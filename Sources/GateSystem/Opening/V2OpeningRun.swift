@@ -239,7 +239,8 @@ extension V2OpeningRun.Loop {
         case .signed(let kind, let epoch, let at):
             guard case .attempt(let running) = step else { return [] }
             logger.debug("signed reply on the MQTT link", metadata: ["reply": "\(kind)"])
-            return machine.handle(.adapter(running.kind, .signed(kind, epoch: epoch), at: at))
+            let sent = running.sentFirst(permit: permit) { machine.handle(.adapter(running.kind, .sent, at: at)) }
+            return sent + machine.handle(.adapter(running.kind, .signed(kind, epoch: epoch), at: at))
         case .epoch(let number, let result, let at):
             guard case .query(let current, _) = step, current == number else { return [] }
             switch result {
