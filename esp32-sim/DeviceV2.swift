@@ -268,14 +268,14 @@ final class DeviceV2: Sendable {
         switch action {
         case .relay(let on):
             if on { recordActivation(for: request, in: &state) } else { logger.info("relay off") }
-            let report: V2Report = on ? .on : .off
-            deliver(report, on: .mqtt, what: on ? "1" : "0") { corrupt in
+            let report: Report = on ? .on : .off
+            faults.deliver(report, on: .mqtt, logger: logger, dropped: "\(on ? "1" : "0") not sent") { corrupt in
                 state.plain.append(corrupt ? "x" : on ? "1" : "0")
             }
         case .reply(let frame, let destination):
             reply(frame, to: destination, in: state)
         case .replyV1(let byte, let address):
-            let report: V2Report = byte == 0x01 ? .on : .off
+            let report: Report = byte == 0x01 ? .on : .off
             deliverReply(report, to: .udp(address), what: "v1 \(hex8(byte))") { corrupt in
                 state.sendDatagram?([corrupt ? 0x7f : byte], address, "v1 \(hex8(corrupt ? 0x7f : byte))")
             }
@@ -313,7 +313,7 @@ final class DeviceV2: Sendable {
     }
 
     private func reply(_ frame: [UInt8], to destination: DeviceAction.Destination, in state: State) {
-        let report = V2Report(replyType: frame[1])
+        let report = Report(replyType: frame[1])
         let what = "\(hex8(frame[1])) counter \(frameCounter(frame))"
         deliverReply(report, to: destination, what: what) { corrupt in
             var bytes = frame
@@ -332,7 +332,7 @@ final class DeviceV2: Sendable {
 
     /// A reply: first the network's loss (`lost-replies`), then the device's fault.
     private func deliverReply(
-        _ report: V2Report,
+        _ report: Report,
         to destination: DeviceAction.Destination,
         what: String,
         send: (_ corrupt: Bool) -> Void
@@ -342,24 +342,7 @@ final class DeviceV2: Sendable {
             logger.info("fault \(transport.rawValue):lost-replies: \(what) to \(destination) lost")
             return
         }
-        deliver(report, on: transport, what: "\(what) to \(destination)", send: send)
-    }
-
-    private func deliver(
-        _ report: V2Report,
-        on transport: Transport,
-        what: String,
-        send: (_ corrupt: Bool) -> Void
-    ) {
-        let mode = faults[transport]
-        switch report.treatment(under: mode) {
-        case .drop:
-            logger.debug("fault \(transport.rawValue):\(mode.rawValue): \(what) not sent")
-        case .corrupt:
-            send(true)
-        case .send(let copies):
-            for _ in 0..<copies { send(false) }
-        }
+        faults.deliver(report, on: transport, logger: logger, dropped: "\(what) to \(destination) not sent", send: send)
     }
 
     // MARK: - Log text

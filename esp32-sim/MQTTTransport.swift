@@ -78,7 +78,7 @@ final class MQTTTransport: Sendable {
         try client.setReconnectDelay(minimum: 1, maximum: 2)
     }
 
-    static func encode(_ report: Report) -> String {
+    static func encode(_ report: V1Report) -> String {
         switch report {
         case .activated: "1"
         case .released: "0"
@@ -124,7 +124,7 @@ final class MQTTTransport: Sendable {
     }
 
     /// The relay's observer: publishes one report on the status topic.
-    func publish(_ report: Report) {
+    func publish(_ report: V1Report) {
         let payload = Self.encode(report)
         publish(payload, on: settings.statusTopic, retained: false, what: "\(payload) (\(report))")
     }

@@ -17,12 +17,12 @@ enum TriggerOutcome: Sendable, Equatable {
 /// transports with an audience of their own (MQTT's status topic) register an observer,
 /// which hears every relay change whatever triggered it, as the real firmware publishes
 /// status for UDP triggers too. The relay decides, through each transport's fault, which
-/// abstract `Report`s to give and when; the transports only encode them.
+/// abstract `V1Report`s to give and when; the transports only encode them.
 /// `trigger` is synchronous (state behind a `Mutex`, not an actor) so that the transport's
 /// receive thread learns at once whether the trigger counted, and so that two triggers
 /// are handled in the order they arrived.
 final class Relay: Sendable {
-    typealias Deliver = @Sendable (Report) -> Void
+    typealias Deliver = @Sendable (V1Report) -> Void
 
     private struct Observer {
         let transport: Transport
@@ -91,7 +91,7 @@ final class Relay: Sendable {
         } catch {
             logger.error("trigger log: \(error)")
         }
-        announce(.closed, trigger: transport, reply: reply, observers: observers)
+        announce(.on, trigger: transport, reply: reply, observers: observers)
 
         Task { [self] in
             // Unstructured and never cancelled: the hold runs its course whatever happens to
@@ -102,31 +102,26 @@ final class Relay: Sendable {
             // trigger again at once, and no `1` of a new cycle can overtake the `0` of this one.
             state.withLock { state in
                 logger.info("released #\(number)")
-                announce(.released, trigger: transport, reply: reply, observers: observers)
+                announce(.off, trigger: transport, reply: reply, observers: observers)
                 state.held = false
             }
         }
         return .activated(number: number)
     }
 
-    private func announce(_ edge: RelayEdge, trigger: Transport, reply: Deliver?, observers: [Observer]) {
+    private func announce(_ report: Report, trigger: Transport, reply: Deliver?, observers: [Observer]) {
         if let reply {
-            send(faults[trigger].reports(at: edge), edge: edge, on: trigger, to: reply)
+            send(report, on: trigger, to: reply)
         }
         for observer in observers {
-            send(faults[observer.transport].reports(at: edge), edge: edge, on: observer.transport, to: observer.deliver)
+            send(report, on: observer.transport, to: observer.deliver)
         }
     }
 
-    private func send(_ reports: [Report], edge: RelayEdge, on transport: Transport, to deliver: Deliver) {
-        if reports.isEmpty {
-            let moment = edge == .closed ? "closed" : "released"
-            logger.debug(
-                "fault \(transport.rawValue):\(faults[transport].rawValue): nothing reported when the relay \(moment)"
-            )
-        }
-        for report in reports {
-            deliver(report)
+    private func send(_ report: Report, on transport: Transport, to deliver: Deliver) {
+        let moment = report == .on ? "closed" : "released"
+        faults.deliver(report, on: transport, logger: logger, dropped: "nothing reported when the relay \(moment)") {
+            deliver($0 ? .garbage : report == .on ? .activated : .released)
         }
     }
 }

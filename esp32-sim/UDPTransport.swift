@@ -41,7 +41,7 @@ final class UDPTransport: Sendable {
         close(fd)
     }
 
-    static func encode(_ report: Report) -> UInt8 {
+    static func encode(_ report: V1Report) -> UInt8 {
         switch report {
         case .activated: 0x01
         case .released: 0x00
@@ -154,7 +154,7 @@ final class UDPTransport: Sendable {
         }
     }
 
-    private func send(_ report: Report, to peer: SocketAddress) {
+    private func send(_ report: V1Report, to peer: SocketAddress) {
         let byte = Self.encode(report)
         send([byte], to: peer, what: "\(hex([byte])) (\(report))")
     }
