@@ -280,11 +280,8 @@ final class DeviceV2: Sendable {
                 state.sendDatagram?([corrupt ? 0x7f : byte], address, "v1 \(hex8(corrupt ? 0x7f : byte))")
             }
         case .announce(let keyID, let frame):
-            var hex = [CChar](repeating: 0, count: Int(GATE_FRAME_HEX_SIZE))
-            gate_hex_encode(frame, frame.count, &hex)
-            let text = String(decoding: hex.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            logger.info("announcing epoch \(hex32(frameEpoch(frame))) for key \(keyID)")
-            state.publish?(.announcement(keyID: keyID, hex: text))
+            logger.info("announcing epoch \(hex32(header(of: frame).epoch)) for key \(keyID)")
+            state.publish?(.announcement(keyID: keyID, hex: hexText(frame)))
         }
     }
 
@@ -314,7 +311,7 @@ final class DeviceV2: Sendable {
 
     private func reply(_ frame: [UInt8], to destination: DeviceAction.Destination, in state: State) {
         let report = Report(replyType: frame[1])
-        let what = "\(hex8(frame[1])) counter \(frameCounter(frame))"
+        let what = "\(hex8(frame[1])) counter \(header(of: frame).counter)"
         deliverReply(report, to: destination, what: what) { corrupt in
             var bytes = frame
             // A tag that fails: what a device with another key, or a forger, would send.
@@ -323,9 +320,7 @@ final class DeviceV2: Sendable {
             case .udp(let address):
                 state.sendDatagram?(bytes, address, what + (corrupt ? " (bad tag)" : ""))
             case .mqtt:
-                var hex = [CChar](repeating: 0, count: Int(GATE_FRAME_HEX_SIZE))
-                gate_hex_encode(bytes, bytes.count, &hex)
-                state.publish?(.reply(String(decoding: hex.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+                state.publish?(.reply(hexText(bytes)))
             }
         }
     }
@@ -373,8 +368,7 @@ final class DeviceV2: Sendable {
     }
 
     private func describe(frame: [UInt8]) -> String {
-        var header = gate_header()
-        gate_frame_read(frame, &header)
+        let header = header(of: frame)
         let name =
             switch UInt32(header.type) {
             case GATE_TYPE_OPEN.rawValue: "open"
@@ -385,16 +379,17 @@ final class DeviceV2: Sendable {
             + "epoch \(hex32(header.epoch)) counter \(header.counter)"
     }
 
-    private func frameEpoch(_ frame: [UInt8]) -> UInt32 {
+    private func header(of frame: [UInt8]) -> gate_header {
         var header = gate_header()
         gate_frame_read(frame, &header)
-        return header.epoch
+        return header
     }
 
-    private func frameCounter(_ frame: [UInt8]) -> UInt64 {
-        var header = gate_header()
-        gate_frame_read(frame, &header)
-        return header.counter
+    /// A frame as the 64 lowercase hex digits MQTT carries.
+    private func hexText(_ frame: [UInt8]) -> String {
+        var hex = [CChar](repeating: 0, count: Int(GATE_FRAME_HEX_SIZE))
+        gate_hex_encode(frame, frame.count, &hex)
+        return String(decoding: hex.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -178,9 +178,5 @@ final class UDPTransport: Sendable {
 
 private func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
     if bytes.isEmpty { return "(empty)" }
-    let shown = bytes.prefix(16).map { byte -> String in
-        let digits = String(byte, radix: 16)
-        return "0x" + (digits.count == 1 ? "0" + digits : digits)
-    }
-    return shown.joined(separator: " ") + (bytes.count > 16 ? " …" : "")
+    return bytes.prefix(16).map(hex8).joined(separator: " ") + (bytes.count > 16 ? " …" : "")
 }
