@@ -104,7 +104,7 @@ struct FaultSetting: Sendable, ExpressibleByArgument, CustomStringConvertible {
 }
 
 /// The fault of each transport once every `--fault` has been applied.
-struct Faults: Sendable, CustomStringConvertible {
+struct Faults: Sendable {
     private var modes: [Transport: FaultMode] = [:]
 
     /// Refuses a transport given two faults (the user meant one of them and the other
@@ -152,10 +152,7 @@ struct Faults: Sendable, CustomStringConvertible {
         }
     }
 
-    /// `udp silent, mqtt none`.
-    var description: String { description(of: Transport.allCases) }
-
-    /// The same for the transports that are running, which are the only ones a reader cares about.
+    /// `udp silent, mqtt none`, for the transports that are running: the only ones a reader cares about.
     func description(of transports: [Transport]) -> String {
         transports.map { "\($0.rawValue) \(self[$0].rawValue)" }.joined(separator: ", ")
     }

@@ -2,14 +2,6 @@ import Glibc
 import Logging
 import Synchronization
 
-/// What became of one trigger.
-enum TriggerOutcome: Sendable, Equatable {
-    /// The relay closed; `number` counts activations since start (1, 2, …).
-    case activated(number: Int)
-    /// The relay was already closed: the real firmware drops such a trigger without a word.
-    case ignoredRelayHeld
-}
-
 /// The relay and its timing, shared by every transport: the real ESP32 has one relay, so a
 /// UDP trigger and an MQTT trigger that arrive together must yield one activation, not two.
 ///
@@ -18,8 +10,8 @@ enum TriggerOutcome: Sendable, Equatable {
 /// which hears every relay change whatever triggered it, as the real firmware publishes
 /// status for UDP triggers too. The relay decides, through each transport's fault, which
 /// abstract `V1Report`s to give and when; the transports only encode them.
-/// `trigger` is synchronous (state behind a `Mutex`, not an actor) so that the transport's
-/// receive thread learns at once whether the trigger counted, and so that two triggers
+/// `trigger` is synchronous (state behind a `Mutex`, not an actor) so that the closing
+/// report is out before the transport's receive thread reads on, and so that two triggers
 /// are handled in the order they arrived.
 final class Relay: Sendable {
     typealias Deliver = @Sendable (V1Report) -> Void
@@ -61,13 +53,7 @@ final class Relay: Sendable {
     /// releasing ones later, from another task, which is why they must be `@Sendable`. The
     /// releasing ones are given under the relay's lock, so they must be quick and must not
     /// call back into the relay. The hold is that of the triggering transport's fault.
-    @discardableResult
-    func trigger(
-        via transport: Transport,
-        from sender: String?,
-        payload: String? = nil,
-        reply: Deliver?
-    ) -> TriggerOutcome {
+    func trigger(via transport: Transport, from sender: String?, payload: String? = nil, reply: Deliver?) {
         let claimed: (number: Int, observers: [Observer])? = state.withLock { state in
             guard !state.held else { return nil }
             state.held = true
@@ -77,7 +63,7 @@ final class Relay: Sendable {
         let origin = sender.map { "\(transport.rawValue) from \($0)" } ?? transport.rawValue
         guard let claimed else {
             logger.info("ignored: relay held (trigger via \(origin))")
-            return .ignoredRelayHeld
+            return
         }
         let (number, observers) = claimed
 
@@ -106,7 +92,6 @@ final class Relay: Sendable {
                 state.held = false
             }
         }
-        return .activated(number: number)
     }
 
     private func announce(_ report: Report, trigger: Transport, reply: Deliver?, observers: [Observer]) {
