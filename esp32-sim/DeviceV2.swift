@@ -195,11 +195,7 @@ final class DeviceV2: Sendable {
     func stop() {
         state.withLock { $0.stopping = true }
         wake.signal()
-        let running = ticker.withLock { thread in
-            defer { thread = nil }
-            return thread
-        }
-        running?.join()
+        ticker.withLock { $0.take() }?.join()
     }
 
     private func tickLoop() {

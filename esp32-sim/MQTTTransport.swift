@@ -58,15 +58,9 @@ final class MQTTTransport: Sendable {
 
         if let username = settings.username {
             if let password = settings.password {
-                let failure = password.withUnsafeBufferPointer { buffer -> MosquittoError? in
-                    do throws(MosquittoError) {
-                        try client.setCredentials(username: username, password: buffer)
-                        return nil
-                    } catch {
-                        return error
-                    }
+                try password.withUnsafeBufferPointer { buffer throws(MosquittoError) in
+                    try client.setCredentials(username: username, password: buffer)
                 }
-                if let failure { throw failure }
             } else {
                 try client.setCredentials(username: username, password: nil)
             }

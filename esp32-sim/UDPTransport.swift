@@ -58,11 +58,7 @@ final class UDPTransport: Sendable {
     /// scheduled by the relay may still be sent.
     func stop() {
         wake.signal()
-        let running = thread.withLock { thread in
-            defer { thread = nil }
-            return thread
-        }
-        running?.join()
+        thread.withLock { $0.take() }?.join()
     }
 
     private func receiveLoop() {
