@@ -239,12 +239,7 @@ final class DeviceV2: Sendable {
     // MARK: - Actions
 
     private func carryOut(_ actions: inout gate_actions, for request: Request?, in state: inout State) {
-        let count = actions.count
-        let items = withUnsafeBytes(of: &actions.items) { raw in
-            (0..<count).map {
-                raw.load(fromByteOffset: $0 * MemoryLayout<gate_action>.stride, as: gate_action.self)
-            }
-        }
+        let items: [gate_action] = (0..<actions.count).map { cArrayElement($0, of: actions.items) }
         actions.count = 0
         for item in items {
             guard let action = DeviceAction(item) else {
