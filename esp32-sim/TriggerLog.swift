@@ -79,14 +79,11 @@ func iso8601UTC(_ time: timespec) -> String {
     var seconds = time.tv_sec
     var parts = tm()
     gmtime_r(&seconds, &parts)
-    func padded(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return String(repeating: "0", count: max(0, width - digits.count)) + digits
-    }
-    let date =
-        "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
-    let clock = "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
-    return "\(date)T\(clock).\(padded(Int(time.tv_nsec) / 1_000_000, 3))Z"
+    var text = [CChar](repeating: 0, count: 32)
+    let count = strftime(&text, text.count, "%Y-%m-%dT%H:%M:%S", &parts)
+    let date = String(decoding: text[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let milliseconds = String(time.tv_nsec / 1_000_000)
+    return date + "." + String(repeating: "0", count: 3 - milliseconds.count) + milliseconds + "Z"
 }
 
 /// A JSON string literal. MQTT payloads go through here, and a quote or a control byte in
