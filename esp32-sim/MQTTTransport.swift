@@ -72,14 +72,6 @@ final class MQTTTransport: Sendable {
         try client.setReconnectDelay(minimum: 1, maximum: 2)
     }
 
-    static func encode(_ report: V1Report) -> String {
-        switch report {
-        case .activated: "1"
-        case .released: "0"
-        case .garbage: "x"
-        }
-    }
-
     /// Starts connecting (resolving the host name here, blocking) and the network thread;
     /// the outcome shows in `startup`. Call after the signal mask is set: the thread inherits it.
     func start() throws(MosquittoError) {
@@ -119,7 +111,12 @@ final class MQTTTransport: Sendable {
 
     /// The relay's observer: publishes one report on the status topic.
     func publish(_ report: V1Report) {
-        let payload = Self.encode(report)
+        let payload =
+            switch report {
+            case .activated: "1"
+            case .released: "0"
+            case .garbage: "x"
+            }
         publish(payload, on: settings.statusTopic, retained: false, what: "\(payload) (\(report))")
     }
 

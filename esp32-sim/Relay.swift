@@ -95,12 +95,8 @@ final class Relay: Sendable {
     }
 
     private func announce(_ report: Report, trigger: Transport, reply: Deliver?, observers: [Observer]) {
-        if let reply {
-            send(report, on: trigger, to: reply)
-        }
-        for observer in observers {
-            send(report, on: observer.transport, to: observer.deliver)
-        }
+        if let reply { send(report, on: trigger, to: reply) }
+        for observer in observers { send(report, on: observer.transport, to: observer.deliver) }
     }
 
     private func send(_ report: Report, on transport: Transport, to deliver: Deliver) {

@@ -193,14 +193,7 @@ extension SimulatorCommand {
     /// `esp32-sim: <message>`: info lines carry no level (they are the narrative a user
     /// or a test reads); other levels are named.
     @Sendable static func logLine(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata) -> String {
-        var line = "esp32-sim: "
-        if level != .info {
-            line += "\(level): "
-        }
-        line += message.description
-        for key in metadata.keys.sorted() {
-            line += " \(key)=\(metadata[key]!)"
-        }
-        return line
+        // No metadata: the simulator attaches none.
+        "esp32-sim: " + (level == .info ? "" : "\(level): ") + message.description
     }
 }

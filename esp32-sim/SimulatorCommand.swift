@@ -222,10 +222,6 @@ struct SimulatorCommand: ParsableCommand {
     )
     var verbose = false
 
-    static let holdRange = 0...60_000
-    static let epochPeriodRange = 100...86_400_000
-    static let defaultEpochPeriod = Int(GATE_EPOCH_PERIOD_MS)
-
     func validate() throws {
         guard SocketAddress(endpoint: udp) != nil else {
             throw ValidationError(
@@ -233,7 +229,7 @@ struct SimulatorCommand: ParsableCommand {
                     + "and a port 0…65535, e.g. 127.0.0.1:8080 or [::1]:0"
             )
         }
-        guard Self.holdRange.contains(holdMilliseconds) else {
+        guard (0...60_000).contains(holdMilliseconds) else {
             throw ValidationError("--hold-ms \(holdMilliseconds): must be 0…60000")
         }
         try validateProtocol()

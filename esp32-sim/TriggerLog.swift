@@ -37,9 +37,10 @@ final class TriggerLog: Sendable {
         via transport: Transport,
         from sender: String?,
         payload: String? = nil,
-        identity: ActivationIdentity? = nil,
-        at time: timespec = .now
+        identity: ActivationIdentity? = nil
     ) throws(SystemError) {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
         var line = #"{"via":"# + jsonString(transport.rawValue)
         line += #","at":"# + jsonString(iso8601UTC(time))
         if let sender {
@@ -62,14 +63,6 @@ final class TriggerLog: Sendable {
         guard written == count else {
             throw SystemError("write \(path)", code: written < 0 ? errno : EIO)
         }
-    }
-}
-
-extension timespec {
-    static var now: timespec {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return time
     }
 }
 

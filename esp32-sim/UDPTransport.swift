@@ -41,14 +41,6 @@ final class UDPTransport: Sendable {
         close(fd)
     }
 
-    static func encode(_ report: V1Report) -> UInt8 {
-        switch report {
-        case .activated: 0x01
-        case .released: 0x00
-        case .garbage: 0x7f
-        }
-    }
-
     func start() throws(SystemError) {
         let started = try OSThread.Joinable { [self] in receiveLoop() }
         thread.withLock { $0 = started }
@@ -151,7 +143,12 @@ final class UDPTransport: Sendable {
     }
 
     private func send(_ report: V1Report, to peer: SocketAddress) {
-        let byte = Self.encode(report)
+        let byte: UInt8 =
+            switch report {
+            case .activated: 0x01
+            case .released: 0x00
+            case .garbage: 0x7f
+            }
         send([byte], to: peer, what: "\(hex([byte])) (\(report))")
     }
 
