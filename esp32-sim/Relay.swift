@@ -16,10 +16,7 @@ import Synchronization
 final class Relay: Sendable {
     typealias Deliver = @Sendable (V1Report) -> Void
 
-    private struct Observer {
-        let transport: Transport
-        let deliver: Deliver
-    }
+    private typealias Observer = (transport: Transport, deliver: Deliver)
 
     private struct State {
         var held = false
@@ -45,7 +42,7 @@ final class Relay: Sendable {
     /// `deliver` gets the reports of every later activation, encoded under `transport`'s
     /// fault. Same rules as `reply` in `trigger`: quick, and never calling back into the relay.
     func addObserver(on transport: Transport, _ deliver: @escaping Deliver) {
-        state.withLock { $0.observers.append(Observer(transport: transport, deliver: deliver)) }
+        state.withLock { $0.observers.append((transport, deliver)) }
     }
 
     /// Closes the relay unless it is already closed. `reply` (the sender's answer) and the
