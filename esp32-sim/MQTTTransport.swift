@@ -41,7 +41,7 @@ final class MQTTTransport: Sendable {
 
     init(settings: MQTTSettings, firmware: Firmware, logger: Logger) throws(MosquittoError) {
         let forwarder = EventForwarder()
-        let clientID = "esp32-sim-" + randomHex(digits: 8)
+        let clientID = "esp32-sim-" + String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
         client = try MosquittoClient(clientID: clientID) { forwarder.forward($0) }
         self.settings = settings
         self.clientID = clientID
@@ -287,10 +287,4 @@ private final class EventForwarder: Sendable {
     func forward(_ event: MosquittoEvent) {
         target.withLock { $0.transport }?.handle(event)
     }
-}
-
-/// Lower-case hex digits from the system's random source, for the client id.
-private func randomHex(digits: Int) -> String {
-    var generator = SystemRandomNumberGenerator()
-    return String((0..<digits).map { _ in "0123456789abcdef".randomElement(using: &generator)! })
 }
