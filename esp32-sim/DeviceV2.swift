@@ -284,9 +284,7 @@ final class DeviceV2: Sendable {
         let origin = from.map { "\(via.rawValue) from \($0)" } ?? via.rawValue
         logger.info("relay on: activation #\(state.activations) by \(identity) via \(origin)")
         // Recorded before the first report goes out, as under v1.
-        do {
-            try triggerLog?.record(via: via, from: from, payload: payload, identity: identity)
-        } catch {
+        if let error = triggerLog?.record(via: via, from: from, payload: payload, identity: identity) {
             logger.error("trigger log: \(error)")
         }
     }

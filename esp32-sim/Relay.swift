@@ -69,9 +69,7 @@ final class Relay: Sendable {
         logger.info("activated #\(number) via \(origin), holding \(milliseconds(holdTime)) ms")
         // Recorded before the first report goes out, so that whoever has seen the `1` can
         // rely on the line being in the file already.
-        do {
-            try triggerLog?.record(via: transport, from: sender, payload: payload)
-        } catch {
+        if let error = triggerLog?.record(via: transport, from: sender, payload: payload) {
             logger.error("trigger log: \(error)")
         }
         announce(.on, trigger: transport, reply: reply, observers: observers)

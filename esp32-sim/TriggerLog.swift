@@ -33,12 +33,13 @@ final class TriggerLog: Sendable {
     /// has no sender address to give (MQTT), `payload` when the trigger carries none (UDP).
     /// Under `--protocol 2`, `identity` adds `"protocol":2,"key_id":…,"counter":…` (or
     /// `"protocol":1` for a v1 trigger), so that a test can check one activation per counter.
+    /// Nil once written, else why not (for the caller's log: a device does not stop for it).
     func record(
         via transport: Transport,
         from sender: String?,
         payload: String? = nil,
         identity: ActivationIdentity? = nil
-    ) throws(SystemError) {
+    ) -> SystemError? {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         var line = #"{"via":"# + jsonString(transport.rawValue)
@@ -60,9 +61,7 @@ final class TriggerLog: Sendable {
         let written = retryingOnInterrupt { write(fd, &bytes, count) }
         // A short write cannot be completed without breaking the one-write-per-line promise,
         // so it is reported instead (it means a full disk, not something to retry).
-        guard written == count else {
-            throw SystemError("write \(path)", code: written < 0 ? errno : EIO)
-        }
+        return written == count ? nil : SystemError("write \(path)", code: written < 0 ? errno : EIO)
     }
 }
 
