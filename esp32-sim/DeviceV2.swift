@@ -195,11 +195,7 @@ final class DeviceV2: Sendable {
     func stop() {
         state.withLock { $0.stopping = true }
         wake.signal()
-        let running = ticker.withLock { thread in
-            defer { thread = nil }
-            return thread
-        }
-        running?.join()
+        ticker.withLock { $0.take() }?.join()
     }
 
     private func tickLoop() {
@@ -243,12 +239,7 @@ final class DeviceV2: Sendable {
     // MARK: - Actions
 
     private func carryOut(_ actions: inout gate_actions, for request: Request?, in state: inout State) {
-        let count = actions.count
-        let items = withUnsafeBytes(of: &actions.items) { raw in
-            (0..<count).map {
-                raw.load(fromByteOffset: $0 * MemoryLayout<gate_action>.stride, as: gate_action.self)
-            }
-        }
+        let items: [gate_action] = (0..<actions.count).map { cArrayElement($0, of: actions.items) }
         actions.count = 0
         for item in items {
             guard let action = DeviceAction(item) else {
@@ -268,23 +259,20 @@ final class DeviceV2: Sendable {
         switch action {
         case .relay(let on):
             if on { recordActivation(for: request, in: &state) } else { logger.info("relay off") }
-            let report: V2Report = on ? .on : .off
-            deliver(report, on: .mqtt, what: on ? "1" : "0") { corrupt in
+            let report: Report = on ? .on : .off
+            faults.deliver(report, on: .mqtt, logger: logger, dropped: "\(on ? "1" : "0") not sent") { corrupt in
                 state.plain.append(corrupt ? "x" : on ? "1" : "0")
             }
         case .reply(let frame, let destination):
             reply(frame, to: destination, in: state)
         case .replyV1(let byte, let address):
-            let report: V2Report = byte == 0x01 ? .on : .off
+            let report: Report = byte == 0x01 ? .on : .off
             deliverReply(report, to: .udp(address), what: "v1 \(hex8(byte))") { corrupt in
                 state.sendDatagram?([corrupt ? 0x7f : byte], address, "v1 \(hex8(corrupt ? 0x7f : byte))")
             }
         case .announce(let keyID, let frame):
-            var hex = [CChar](repeating: 0, count: Int(GATE_FRAME_HEX_SIZE))
-            gate_hex_encode(frame, frame.count, &hex)
-            let text = String(decoding: hex.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            logger.info("announcing epoch \(hex32(frameEpoch(frame))) for key \(keyID)")
-            state.publish?(.announcement(keyID: keyID, hex: text))
+            logger.info("announcing epoch \(hex32(header(of: frame).epoch)) for key \(keyID)")
+            state.publish?(.announcement(keyID: keyID, hex: hexText(frame)))
         }
     }
 
@@ -296,9 +284,7 @@ final class DeviceV2: Sendable {
         let origin = from.map { "\(via.rawValue) from \($0)" } ?? via.rawValue
         logger.info("relay on: activation #\(state.activations) by \(identity) via \(origin)")
         // Recorded before the first report goes out, as under v1.
-        do {
-            try triggerLog?.record(via: via, from: from, payload: payload, identity: identity)
-        } catch {
+        if let error = triggerLog?.record(via: via, from: from, payload: payload, identity: identity) {
             logger.error("trigger log: \(error)")
         }
     }
@@ -313,8 +299,8 @@ final class DeviceV2: Sendable {
     }
 
     private func reply(_ frame: [UInt8], to destination: DeviceAction.Destination, in state: State) {
-        let report = V2Report(replyType: frame[1])
-        let what = "\(hex8(frame[1])) counter \(frameCounter(frame))"
+        let report = Report(replyType: frame[1])
+        let what = "\(hex8(frame[1])) counter \(header(of: frame).counter)"
         deliverReply(report, to: destination, what: what) { corrupt in
             var bytes = frame
             // A tag that fails: what a device with another key, or a forger, would send.
@@ -323,16 +309,14 @@ final class DeviceV2: Sendable {
             case .udp(let address):
                 state.sendDatagram?(bytes, address, what + (corrupt ? " (bad tag)" : ""))
             case .mqtt:
-                var hex = [CChar](repeating: 0, count: Int(GATE_FRAME_HEX_SIZE))
-                gate_hex_encode(bytes, bytes.count, &hex)
-                state.publish?(.reply(String(decoding: hex.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+                state.publish?(.reply(hexText(bytes)))
             }
         }
     }
 
     /// A reply: first the network's loss (`lost-replies`), then the device's fault.
     private func deliverReply(
-        _ report: V2Report,
+        _ report: Report,
         to destination: DeviceAction.Destination,
         what: String,
         send: (_ corrupt: Bool) -> Void
@@ -342,24 +326,7 @@ final class DeviceV2: Sendable {
             logger.info("fault \(transport.rawValue):lost-replies: \(what) to \(destination) lost")
             return
         }
-        deliver(report, on: transport, what: "\(what) to \(destination)", send: send)
-    }
-
-    private func deliver(
-        _ report: V2Report,
-        on transport: Transport,
-        what: String,
-        send: (_ corrupt: Bool) -> Void
-    ) {
-        let mode = faults[transport]
-        switch report.treatment(under: mode) {
-        case .drop:
-            logger.debug("fault \(transport.rawValue):\(mode.rawValue): \(what) not sent")
-        case .corrupt:
-            send(true)
-        case .send(let copies):
-            for _ in 0..<copies { send(false) }
-        }
+        faults.deliver(report, on: transport, logger: logger, dropped: "\(what) to \(destination) not sent", send: send)
     }
 
     // MARK: - Log text
@@ -390,8 +357,7 @@ final class DeviceV2: Sendable {
     }
 
     private func describe(frame: [UInt8]) -> String {
-        var header = gate_header()
-        gate_frame_read(frame, &header)
+        let header = header(of: frame)
         let name =
             switch UInt32(header.type) {
             case GATE_TYPE_OPEN.rawValue: "open"
@@ -402,16 +368,17 @@ final class DeviceV2: Sendable {
             + "epoch \(hex32(header.epoch)) counter \(header.counter)"
     }
 
-    private func frameEpoch(_ frame: [UInt8]) -> UInt32 {
+    private func header(of frame: [UInt8]) -> gate_header {
         var header = gate_header()
         gate_frame_read(frame, &header)
-        return header.epoch
+        return header
     }
 
-    private func frameCounter(_ frame: [UInt8]) -> UInt64 {
-        var header = gate_header()
-        gate_frame_read(frame, &header)
-        return header.counter
+    /// A frame as the 64 lowercase hex digits MQTT carries.
+    private func hexText(_ frame: [UInt8]) -> String {
+        var hex = [CChar](repeating: 0, count: Int(GATE_FRAME_HEX_SIZE))
+        gate_hex_encode(frame, frame.count, &hex)
+        return String(decoding: hex.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -1,18 +1,5 @@
 import ArgumentParser
-
-/// What the relay says, independent of the wire: UDP sends 0x01 / 0x00 / 0x7f,
-/// MQTT publishes `1` / `0` / `x`.
-enum Report: Sendable, Equatable {
-    case activated
-    case released
-    case garbage
-}
-
-/// The two moments at which the real device reports: relay closed, relay released.
-enum RelayEdge: Sendable {
-    case closed
-    case released
-}
+import Logging
 
 /// How the simulated device misbehaves. A fault changes only what is REPORTED (and, for
 /// `slow-release`, when): the relay itself always cycles and every activation is recorded,
@@ -52,30 +39,6 @@ enum FaultMode: String, CaseIterable, Sendable {
         case .udpOff: .udp
         case .mqttOff: .mqtt
         default: nil
-        }
-    }
-
-    /// The reports to send, in order, when the relay reaches `edge`.
-    func reports(at edge: RelayEdge) -> [Report] {
-        let normal: Report = edge == .closed ? .activated : .released
-        switch self {
-        case .none, .slowRelease:
-            return [normal]
-        case .udpOff, .mqttOff:
-            // A transport that is off never gets to report; the other one stays healthy.
-            return [normal]
-        case .lostReplies, .busy:
-            // Protocol 2 only (refused with --protocol 1): there, V2Treatment decides.
-            return [normal]
-        case .silent:
-            return []
-        case .noRelease:
-            return edge == .closed ? [.activated] : []
-        case .garbage:
-            // One invalid answer in place of the whole cycle, like a device with the wrong firmware.
-            return edge == .closed ? [.garbage] : []
-        case .duplicate:
-            return [normal, normal]
         }
     }
 
@@ -141,7 +104,7 @@ struct FaultSetting: Sendable, ExpressibleByArgument, CustomStringConvertible {
 }
 
 /// The fault of each transport once every `--fault` has been applied.
-struct Faults: Sendable, CustomStringConvertible {
+struct Faults: Sendable {
     private var modes: [Transport: FaultMode] = [:]
 
     /// Refuses a transport given two faults (the user meant one of them and the other
@@ -169,10 +132,27 @@ struct Faults: Sendable, CustomStringConvertible {
 
     func isOff(_ transport: Transport) -> Bool { self[transport].switchesOff == transport }
 
-    /// `udp silent, mqtt none`.
-    var description: String { description(of: Transport.allCases) }
+    /// Sends `report` on `transport` as its fault has it: `send(corrupt)` once per copy, or
+    /// nothing but a debug line that ends in `dropped`.
+    func deliver(
+        _ report: Report,
+        on transport: Transport,
+        logger: Logger,
+        dropped: String,
+        send: (_ corrupt: Bool) -> Void
+    ) {
+        let mode = self[transport]
+        switch report.treatment(under: mode) {
+        case .drop:
+            logger.debug("fault \(transport.rawValue):\(mode.rawValue): \(dropped)")
+        case .corrupt:
+            send(true)
+        case .send(let copies):
+            for _ in 0..<copies { send(false) }
+        }
+    }
 
-    /// The same for the transports that are running, which are the only ones a reader cares about.
+    /// `udp silent, mqtt none`, for the transports that are running: the only ones a reader cares about.
     func description(of transports: [Transport]) -> String {
         transports.map { "\($0.rawValue) \(self[$0].rawValue)" }.joined(separator: ", ")
     }

@@ -3,4 +3,11 @@
 enum Firmware: Sendable {
     case v1(Relay)
     case v2(DeviceV2)
+
+    var isHeld: Bool {
+        switch self {
+        case .v1(let relay): relay.isHeld
+        case .v2(let device): device.isHeld
+        }
+    }
 }

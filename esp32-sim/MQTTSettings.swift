@@ -7,8 +7,6 @@ struct MQTTSettings: Sendable {
     static let passwordVariable = "ESP32_SIM_MQTT_PASSWORD"
     static let defaultTriggerTopic = "iot/house/gate/esp32/trigger"
     static let defaultStatusTopic = "iot/house/gate/esp32/status"
-    static let plainPort = 1883
-    static let tlsPort = 8883
 
     var host: String
     var port: Int
@@ -58,7 +56,7 @@ extension SimulatorCommand {
         guard let mqttHost, !faults.isOff(.mqtt) else { return nil }
         return MQTTSettings(
             host: mqttHost,
-            port: mqttPort ?? (mqttTLSCA == nil ? MQTTSettings.plainPort : MQTTSettings.tlsPort),
+            port: mqttPort ?? (mqttTLSCA == nil ? 1883 : 8883),
             username: mqttUsername,
             password: MQTTSettings.passwordFromEnvironment(),
             caFile: mqttTLSCA,

@@ -41,7 +41,7 @@ final class MQTTTransport: Sendable {
 
     init(settings: MQTTSettings, firmware: Firmware, logger: Logger) throws(MosquittoError) {
         let forwarder = EventForwarder()
-        let clientID = "esp32-sim-" + randomHex(digits: 8)
+        let clientID = "esp32-sim-" + String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
         client = try MosquittoClient(clientID: clientID) { forwarder.forward($0) }
         self.settings = settings
         self.clientID = clientID
@@ -58,15 +58,9 @@ final class MQTTTransport: Sendable {
 
         if let username = settings.username {
             if let password = settings.password {
-                let failure = password.withUnsafeBufferPointer { buffer -> MosquittoError? in
-                    do throws(MosquittoError) {
-                        try client.setCredentials(username: username, password: buffer)
-                        return nil
-                    } catch {
-                        return error
-                    }
+                try password.withUnsafeBufferPointer { buffer throws(MosquittoError) in
+                    try client.setCredentials(username: username, password: buffer)
                 }
-                if let failure { throw failure }
             } else {
                 try client.setCredentials(username: username, password: nil)
             }
@@ -76,14 +70,6 @@ final class MQTTTransport: Sendable {
         }
         // Short, so that a restarted broker sees the device back within about two seconds.
         try client.setReconnectDelay(minimum: 1, maximum: 2)
-    }
-
-    static func encode(_ report: Report) -> String {
-        switch report {
-        case .activated: "1"
-        case .released: "0"
-        case .garbage: "x"
-        }
     }
 
     /// Starts connecting (resolving the host name here, blocking) and the network thread;
@@ -124,8 +110,13 @@ final class MQTTTransport: Sendable {
     }
 
     /// The relay's observer: publishes one report on the status topic.
-    func publish(_ report: Report) {
-        let payload = Self.encode(report)
+    func publish(_ report: V1Report) {
+        let payload =
+            switch report {
+            case .activated: "1"
+            case .released: "0"
+            case .garbage: "x"
+            }
         publish(payload, on: settings.statusTopic, retained: false, what: "\(payload) (\(report))")
     }
 
@@ -296,10 +287,4 @@ private final class EventForwarder: Sendable {
     func forward(_ event: MosquittoEvent) {
         target.withLock { $0.transport }?.handle(event)
     }
-}
-
-/// Lower-case hex digits from the system's random source, for the client id.
-private func randomHex(digits: Int) -> String {
-    var generator = SystemRandomNumberGenerator()
-    return String((0..<digits).map { _ in "0123456789abcdef".randomElement(using: &generator)! })
 }

@@ -57,20 +57,14 @@ struct ProvisionedKey: Sendable {
     /// The key in a `--key-file` file.
     static func fromFile(_ setting: KeyFileSetting) throws(ProvisioningError) -> ProvisionedKey {
         let path = setting.path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ProvisioningError("cannot read key \(setting.id): \(SystemError("open \(path)"))") }
-        defer { close(fd) }
+        guard let file = fopen(path, "re") else {
+            throw ProvisioningError("cannot read key \(setting.id): \(SystemError("open \(path)"))")
+        }
+        defer { fclose(file) }
         var buffer = [UInt8](repeating: 0, count: maximumFileSize + 1)
-        var count = 0
-        while count < buffer.count {
-            let read = buffer.withUnsafeMutableBytes { raw in
-                retryingOnInterrupt { Glibc.read(fd, raw.baseAddress! + count, raw.count - count) }
-            }
-            guard read >= 0 else {
-                throw ProvisioningError("cannot read key \(setting.id): \(SystemError("read \(path)"))")
-            }
-            if read == 0 { break }
-            count += read
+        let count = fread(&buffer, 1, buffer.count, file)
+        guard ferror(file) == 0 else {
+            throw ProvisioningError("cannot read key \(setting.id): \(SystemError("read \(path)"))")
         }
         return try ProvisionedKey(id: setting.id, text: Array(buffer[..<count]), origin: "file \(path)")
     }

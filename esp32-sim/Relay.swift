@@ -2,14 +2,6 @@ import Glibc
 import Logging
 import Synchronization
 
-/// What became of one trigger.
-enum TriggerOutcome: Sendable, Equatable {
-    /// The relay closed; `number` counts activations since start (1, 2, …).
-    case activated(number: Int)
-    /// The relay was already closed: the real firmware drops such a trigger without a word.
-    case ignoredRelayHeld
-}
-
 /// The relay and its timing, shared by every transport: the real ESP32 has one relay, so a
 /// UDP trigger and an MQTT trigger that arrive together must yield one activation, not two.
 ///
@@ -17,17 +9,14 @@ enum TriggerOutcome: Sendable, Equatable {
 /// transports with an audience of their own (MQTT's status topic) register an observer,
 /// which hears every relay change whatever triggered it, as the real firmware publishes
 /// status for UDP triggers too. The relay decides, through each transport's fault, which
-/// abstract `Report`s to give and when; the transports only encode them.
-/// `trigger` is synchronous (state behind a `Mutex`, not an actor) so that the transport's
-/// receive thread learns at once whether the trigger counted, and so that two triggers
+/// abstract `V1Report`s to give and when; the transports only encode them.
+/// `trigger` is synchronous (state behind a `Mutex`, not an actor) so that the closing
+/// report is out before the transport's receive thread reads on, and so that two triggers
 /// are handled in the order they arrived.
 final class Relay: Sendable {
-    typealias Deliver = @Sendable (Report) -> Void
+    typealias Deliver = @Sendable (V1Report) -> Void
 
-    private struct Observer {
-        let transport: Transport
-        let deliver: Deliver
-    }
+    private typealias Observer = (transport: Transport, deliver: Deliver)
 
     private struct State {
         var held = false
@@ -53,7 +42,7 @@ final class Relay: Sendable {
     /// `deliver` gets the reports of every later activation, encoded under `transport`'s
     /// fault. Same rules as `reply` in `trigger`: quick, and never calling back into the relay.
     func addObserver(on transport: Transport, _ deliver: @escaping Deliver) {
-        state.withLock { $0.observers.append(Observer(transport: transport, deliver: deliver)) }
+        state.withLock { $0.observers.append((transport, deliver)) }
     }
 
     /// Closes the relay unless it is already closed. `reply` (the sender's answer) and the
@@ -61,13 +50,7 @@ final class Relay: Sendable {
     /// releasing ones later, from another task, which is why they must be `@Sendable`. The
     /// releasing ones are given under the relay's lock, so they must be quick and must not
     /// call back into the relay. The hold is that of the triggering transport's fault.
-    @discardableResult
-    func trigger(
-        via transport: Transport,
-        from sender: String?,
-        payload: String? = nil,
-        reply: Deliver?
-    ) -> TriggerOutcome {
+    func trigger(via transport: Transport, from sender: String?, payload: String? = nil, reply: Deliver?) {
         let claimed: (number: Int, observers: [Observer])? = state.withLock { state in
             guard !state.held else { return nil }
             state.held = true
@@ -77,7 +60,7 @@ final class Relay: Sendable {
         let origin = sender.map { "\(transport.rawValue) from \($0)" } ?? transport.rawValue
         guard let claimed else {
             logger.info("ignored: relay held (trigger via \(origin))")
-            return .ignoredRelayHeld
+            return
         }
         let (number, observers) = claimed
 
@@ -86,12 +69,10 @@ final class Relay: Sendable {
         logger.info("activated #\(number) via \(origin), holding \(milliseconds(holdTime)) ms")
         // Recorded before the first report goes out, so that whoever has seen the `1` can
         // rely on the line being in the file already.
-        do {
-            try triggerLog?.record(via: transport, from: sender, payload: payload)
-        } catch {
+        if let error = triggerLog?.record(via: transport, from: sender, payload: payload) {
             logger.error("trigger log: \(error)")
         }
-        announce(.closed, trigger: transport, reply: reply, observers: observers)
+        announce(.on, trigger: transport, reply: reply, observers: observers)
 
         Task { [self] in
             // Unstructured and never cancelled: the hold runs its course whatever happens to
@@ -102,31 +83,21 @@ final class Relay: Sendable {
             // trigger again at once, and no `1` of a new cycle can overtake the `0` of this one.
             state.withLock { state in
                 logger.info("released #\(number)")
-                announce(.released, trigger: transport, reply: reply, observers: observers)
+                announce(.off, trigger: transport, reply: reply, observers: observers)
                 state.held = false
             }
         }
-        return .activated(number: number)
     }
 
-    private func announce(_ edge: RelayEdge, trigger: Transport, reply: Deliver?, observers: [Observer]) {
-        if let reply {
-            send(faults[trigger].reports(at: edge), edge: edge, on: trigger, to: reply)
-        }
-        for observer in observers {
-            send(faults[observer.transport].reports(at: edge), edge: edge, on: observer.transport, to: observer.deliver)
-        }
+    private func announce(_ report: Report, trigger: Transport, reply: Deliver?, observers: [Observer]) {
+        if let reply { send(report, on: trigger, to: reply) }
+        for observer in observers { send(report, on: observer.transport, to: observer.deliver) }
     }
 
-    private func send(_ reports: [Report], edge: RelayEdge, on transport: Transport, to deliver: Deliver) {
-        if reports.isEmpty {
-            let moment = edge == .closed ? "closed" : "released"
-            logger.debug(
-                "fault \(transport.rawValue):\(faults[transport].rawValue): nothing reported when the relay \(moment)"
-            )
-        }
-        for report in reports {
-            deliver(report)
+    private func send(_ report: Report, on transport: Transport, to deliver: Deliver) {
+        let moment = report == .on ? "closed" : "released"
+        faults.deliver(report, on: transport, logger: logger, dropped: "nothing reported when the relay \(moment)") {
+            deliver($0 ? .garbage : report == .on ? .activated : .released)
         }
     }
 }

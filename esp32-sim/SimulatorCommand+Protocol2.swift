@@ -28,7 +28,7 @@ extension SimulatorCommand {
         if keyFiles.count > Int(GATE_MAX_KEYS) {
             throw ValidationError("--key-file: at most \(GATE_MAX_KEYS) keys, one per client")
         }
-        if let period = epochPeriodMilliseconds, !Self.epochPeriodRange.contains(period) {
+        if let period = epochPeriodMilliseconds, !(100...86_400_000).contains(period) {
             throw ValidationError("--epoch-period-ms \(period): must be 100…86400000")
         }
         if let lossFraction {
@@ -83,7 +83,7 @@ extension SimulatorCommand {
             keys: keys,
             acceptsV1: acceptV1,
             hold: .milliseconds(holdMilliseconds),
-            epochPeriodMilliseconds: UInt32(epochPeriodMilliseconds ?? Self.defaultEpochPeriod),
+            epochPeriodMilliseconds: epochPeriodMilliseconds.map(UInt32.init) ?? GATE_EPOCH_PERIOD_MS,
             lossFraction: lossFraction ?? 1
         )
         do {

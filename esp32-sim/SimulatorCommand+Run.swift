@@ -38,8 +38,7 @@ extension SimulatorCommand {
         if let settings = mqttSettings(faults: faults) {
             let transport = try startMQTT(settings, firmware: firmware, logger: logger)
             mqttTransport = transport
-            let wait = try awaitSubscription(transport, signals: signals, firmware: firmware, logger: logger)
-            if case .signalled(let number) = wait {
+            if let number = try awaitSubscription(transport, signals: signals, firmware: firmware, logger: logger) {
                 logger.info("stopping (\(signalName(number))) before ready")
                 transport.stop()
                 return
@@ -72,14 +71,8 @@ extension SimulatorCommand {
         logger.info("stopping (\(signalName(received)))")
         udpTransport?.stop()
         mqttTransport?.stop()
-        let held: Bool
-        switch firmware {
-        case .v1(let relay): held = relay.isHeld
-        case .v2(let device):
-            device.stop()
-            held = device.isHeld
-        }
-        if held {
+        if case .v2(let device) = firmware { device.stop() }
+        if firmware.isHeld {
             logger.info("relay was held; its release is not reported")
         }
     }
@@ -163,25 +156,21 @@ extension SimulatorCommand {
         return transport
     }
 
-    private enum SubscriptionWait {
-        case subscribed
-        case signalled(Int32)
-    }
-
     /// Waits for the first SUBACK, in short slices so that SIGINT/SIGTERM still stop the
-    /// device at once while the broker takes its time. Exits with status 1 on failure.
+    /// device at once while the broker takes its time: nil once subscribed, else the signal
+    /// that stopped the wait. Exits with status 1 on failure.
     private func awaitSubscription(
         _ transport: MQTTTransport,
         signals: SignalWaiter,
         firmware: Firmware,
         logger: Logger
-    ) throws -> SubscriptionWait {
+    ) throws -> Int32? {
         let deadline = ContinuousClock.now + Self.mqttStartupLimit
         while true {
             let failure: String
             switch transport.startup {
             case .subscribed:
-                return .subscribed
+                return nil
             case .failed(let message):
                 failure = message
             case .pending:
@@ -190,7 +179,7 @@ extension SimulatorCommand {
                     break
                 }
                 if let number = signals.wait(timeout: .milliseconds(20)) {
-                    guard number == SIGUSR1, case .v2(let device) = firmware else { return .signalled(number) }
+                    guard number == SIGUSR1, case .v2(let device) = firmware else { return number }
                     device.reboot(reason: "SIGUSR1")
                 }
                 continue
@@ -204,14 +193,7 @@ extension SimulatorCommand {
     /// `esp32-sim: <message>`: info lines carry no level (they are the narrative a user
     /// or a test reads); other levels are named.
     @Sendable static func logLine(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata) -> String {
-        var line = "esp32-sim: "
-        if level != .info {
-            line += "\(level): "
-        }
-        line += message.description
-        for key in metadata.keys.sorted() {
-            line += " \(key)=\(metadata[key]!)"
-        }
-        return line
+        // No metadata: the simulator attaches none.
+        "esp32-sim: " + (level == .info ? "" : "\(level): ") + message.description
     }
 }

@@ -109,7 +109,6 @@ struct SimulatorCommand: ParsableCommand {
     )
 
     @Option(
-        name: .customLong("udp"),
         help: ArgumentHelp(
             "Address and port to listen on for UDP triggers.",
             discussion: "127.0.0.1:PORT, [::1]:PORT, 0.0.0.0:PORT, [::]:PORT, localhost:PORT or any "
@@ -119,20 +118,15 @@ struct SimulatorCommand: ParsableCommand {
     )
     var udp = "127.0.0.1:8080"
 
-    @Option(
-        name: .customLong("mqtt-host"),
-        help: ArgumentHelp("The MQTT broker's host name or address; enables MQTT.", valueName: "host")
-    )
+    @Option(help: ArgumentHelp("The MQTT broker's host name or address; enables MQTT.", valueName: "host"))
     var mqttHost: String?
 
     @Option(
-        name: .customLong("mqtt-port"),
         help: ArgumentHelp("The broker's port (default 1883, or 8883 with --mqtt-tls-ca).", valueName: "port")
     )
     var mqttPort: Int?
 
     @Option(
-        name: .customLong("mqtt-username"),
         help: ArgumentHelp(
             "User name for the broker.",
             discussion: "The password comes from $\(MQTTSettings.passwordVariable).",
@@ -148,7 +142,6 @@ struct SimulatorCommand: ParsableCommand {
     var mqttTLSCA: String?
 
     @Option(
-        name: .customLong("mqtt-trigger-topic"),
         help: ArgumentHelp(
             "Topic to take triggers from (default \(MQTTSettings.defaultTriggerTopic)).",
             valueName: "topic"
@@ -157,7 +150,6 @@ struct SimulatorCommand: ParsableCommand {
     var mqttTriggerTopic: String?
 
     @Option(
-        name: .customLong("mqtt-status-topic"),
         help: ArgumentHelp(
             "Topic to publish relay changes on (default \(MQTTSettings.defaultStatusTopic)).",
             valueName: "topic"
@@ -197,7 +189,6 @@ struct SimulatorCommand: ParsableCommand {
     var keyFiles: [KeyFileSetting] = []
 
     @Flag(
-        name: .customLong("accept-v1"),
         help: "Protocol 2 with keys: still act on v1 requests, and say so (0x94) in status replies (migration)."
     )
     var acceptV1 = false
@@ -212,7 +203,6 @@ struct SimulatorCommand: ParsableCommand {
     var epochPeriodMilliseconds: Int?
 
     @Option(
-        name: .customLong("loss-fraction"),
         help: ArgumentHelp(
             "Under --fault [udp:|mqtt:]lost-replies, the share of replies lost at random (0 < f ≤ 1; default 1, all).",
             valueName: "f"
@@ -232,10 +222,6 @@ struct SimulatorCommand: ParsableCommand {
     )
     var verbose = false
 
-    static let holdRange = 0...60_000
-    static let epochPeriodRange = 100...86_400_000
-    static let defaultEpochPeriod = Int(GATE_EPOCH_PERIOD_MS)
-
     func validate() throws {
         guard SocketAddress(endpoint: udp) != nil else {
             throw ValidationError(
@@ -243,7 +229,7 @@ struct SimulatorCommand: ParsableCommand {
                     + "and a port 0…65535, e.g. 127.0.0.1:8080 or [::1]:0"
             )
         }
-        guard Self.holdRange.contains(holdMilliseconds) else {
+        guard (0...60_000).contains(holdMilliseconds) else {
             throw ValidationError("--hold-ms \(holdMilliseconds): must be 0…60000")
         }
         try validateProtocol()

@@ -33,28 +33,22 @@ extension SocketAddress {
 func bindUDPSocket(to address: SocketAddress) throws(SystemError) -> (fd: Int32, bound: SocketAddress) {
     let fd = socket(address.family, Int32(SOCK_DGRAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SystemError("socket") }
-    // No SO_REUSEADDR: for UDP it would let two simulators share a port silently,
-    // and a test would then talk to the wrong one. UDP has no TIME_WAIT to skip anyway.
-    guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
-        let error = SystemError("bind \(address)")
+    do throws(SystemError) {
+        // No SO_REUSEADDR: for UDP it would let two simulators share a port silently,
+        // and a test would then talk to the wrong one. UDP has no TIME_WAIT to skip anyway.
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else { throw SystemError("bind \(address)") }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutableBytes(of: &storage) { raw in
+            getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+        }
+        guard rc == 0 else { throw SystemError("getsockname") }
+        guard let bound = SocketAddress(storage: storage) else { throw SystemError("getsockname", code: EAFNOSUPPORT) }
+        return (fd, bound)
+    } catch {
         close(fd)
         throw error
     }
-    var storage = sockaddr_storage()
-    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-    let rc = withUnsafeMutableBytes(of: &storage) { raw in
-        getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
-    }
-    guard rc == 0 else {
-        let error = SystemError("getsockname")
-        close(fd)
-        throw error
-    }
-    guard let bound = SocketAddress(storage: storage) else {
-        close(fd)
-        throw SystemError("getsockname", code: EAFNOSUPPORT)
-    }
-    return (fd, bound)
 }
 
 /// Opens and closes a TCP connection to `host`:`port` (any address the name resolves to),

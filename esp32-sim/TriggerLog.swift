@@ -33,13 +33,15 @@ final class TriggerLog: Sendable {
     /// has no sender address to give (MQTT), `payload` when the trigger carries none (UDP).
     /// Under `--protocol 2`, `identity` adds `"protocol":2,"key_id":…,"counter":…` (or
     /// `"protocol":1` for a v1 trigger), so that a test can check one activation per counter.
+    /// Nil once written, else why not (for the caller's log: a device does not stop for it).
     func record(
         via transport: Transport,
         from sender: String?,
         payload: String? = nil,
-        identity: ActivationIdentity? = nil,
-        at time: timespec = .now
-    ) throws(SystemError) {
+        identity: ActivationIdentity? = nil
+    ) -> SystemError? {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
         var line = #"{"via":"# + jsonString(transport.rawValue)
         line += #","at":"# + jsonString(iso8601UTC(time))
         if let sender {
@@ -59,17 +61,7 @@ final class TriggerLog: Sendable {
         let written = retryingOnInterrupt { write(fd, &bytes, count) }
         // A short write cannot be completed without breaking the one-write-per-line promise,
         // so it is reported instead (it means a full disk, not something to retry).
-        guard written == count else {
-            throw SystemError("write \(path)", code: written < 0 ? errno : EIO)
-        }
-    }
-}
-
-extension timespec {
-    static var now: timespec {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return time
+        return written == count ? nil : SystemError("write \(path)", code: written < 0 ? errno : EIO)
     }
 }
 
@@ -79,14 +71,11 @@ func iso8601UTC(_ time: timespec) -> String {
     var seconds = time.tv_sec
     var parts = tm()
     gmtime_r(&seconds, &parts)
-    func padded(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return String(repeating: "0", count: max(0, width - digits.count)) + digits
-    }
-    let date =
-        "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
-    let clock = "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
-    return "\(date)T\(clock).\(padded(Int(time.tv_nsec) / 1_000_000, 3))Z"
+    var text = [CChar](repeating: 0, count: 32)
+    let count = strftime(&text, text.count, "%Y-%m-%dT%H:%M:%S", &parts)
+    let date = String(decoding: text[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let milliseconds = String(time.tv_nsec / 1_000_000)
+    return date + "." + String(repeating: "0", count: 3 - milliseconds.count) + milliseconds + "Z"
 }
 
 /// A JSON string literal. MQTT payloads go through here, and a quote or a control byte in

@@ -41,14 +41,6 @@ final class UDPTransport: Sendable {
         close(fd)
     }
 
-    static func encode(_ report: Report) -> UInt8 {
-        switch report {
-        case .activated: 0x01
-        case .released: 0x00
-        case .garbage: 0x7f
-        }
-    }
-
     func start() throws(SystemError) {
         let started = try OSThread.Joinable { [self] in receiveLoop() }
         thread.withLock { $0 = started }
@@ -58,11 +50,7 @@ final class UDPTransport: Sendable {
     /// scheduled by the relay may still be sent.
     func stop() {
         wake.signal()
-        let running = thread.withLock { thread in
-            defer { thread = nil }
-            return thread
-        }
-        running?.join()
+        thread.withLock { $0.take() }?.join()
     }
 
     private func receiveLoop() {
@@ -154,8 +142,13 @@ final class UDPTransport: Sendable {
         }
     }
 
-    private func send(_ report: Report, to peer: SocketAddress) {
-        let byte = Self.encode(report)
+    private func send(_ report: V1Report, to peer: SocketAddress) {
+        let byte: UInt8 =
+            switch report {
+            case .activated: 0x01
+            case .released: 0x00
+            case .garbage: 0x7f
+            }
         send([byte], to: peer, what: "\(hex([byte])) (\(report))")
     }
 
@@ -178,9 +171,5 @@ final class UDPTransport: Sendable {
 
 private func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
     if bytes.isEmpty { return "(empty)" }
-    let shown = bytes.prefix(16).map { byte -> String in
-        let digits = String(byte, radix: 16)
-        return "0x" + (digits.count == 1 ? "0" + digits : digits)
-    }
-    return shown.joined(separator: " ") + (bytes.count > 16 ? " …" : "")
+    return bytes.prefix(16).map(hex8).joined(separator: " ") + (bytes.count > 16 ? " …" : "")
 }

@@ -4,12 +4,7 @@ import CGateProtocol
 /// condition the `busy` fault sets up. The rules stay the core's: nothing here decides
 /// what a request gets.
 extension gate_device {
-    func relay(_ index: Int) -> gate_device_relay {
-        precondition(index >= 0 && index < Int(GATE_MAX_RELAYS))
-        return withUnsafeBytes(of: relays) {
-            $0.load(fromByteOffset: index * MemoryLayout<gate_device_relay>.stride, as: gate_device_relay.self)
-        }
-    }
+    func relay(_ index: Int) -> gate_device_relay { cArrayElement(index, of: relays) }
 
     private mutating func setRelay(_ index: Int, _ relay: gate_device_relay) {
         precondition(index >= 0 && index < Int(GATE_MAX_RELAYS))
@@ -22,19 +17,13 @@ extension gate_device {
         }
     }
 
-    func key(at index: Int) -> gate_device_key {
-        precondition(index >= 0 && index < Int(GATE_MAX_KEYS))
-        return withUnsafeBytes(of: keys) {
-            $0.load(fromByteOffset: index * MemoryLayout<gate_device_key>.stride, as: gate_device_key.self)
-        }
-    }
-
     /// Who holds relay `index` now: nil when it is free.
     func holder(of index: Int) -> ActivationIdentity? {
         let relay = relay(index)
         guard relay.held else { return nil }
         if relay.v1 { return .v1 }
-        return .v2(keyID: key(at: Int(relay.key_index)).key_id, counter: relay.counter)
+        let key: gate_device_key = cArrayElement(Int(relay.key_index), of: keys)
+        return .v2(keyID: key.key_id, counter: relay.counter)
     }
 
     /// The `busy` fault: relay 0 held by another opening that no one awaits and that is
@@ -59,6 +48,13 @@ extension gate_device {
             setRelay(0, gate_device_relay())
         }
     }
+}
+
+/// Element `index` of a C array, which Swift imports as a tuple of `Element`s.
+func cArrayElement<Tuple, Element>(_ index: Int, of array: Tuple) -> Element {
+    let offset = index * MemoryLayout<Element>.stride
+    precondition(index >= 0 && offset + MemoryLayout<Element>.size <= MemoryLayout<Tuple>.size)
+    return withUnsafeBytes(of: array) { $0.load(fromByteOffset: offset, as: Element.self) }
 }
 
 /// Who caused a relay activation, for the log and the trigger log.

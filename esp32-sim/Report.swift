@@ -1,8 +1,8 @@
 import CGateProtocol
 
-/// What a protocol 2 device sends, as the fault modes see it: the same modes as v1's
-/// (`Report`), applied to signed replies, v1's bytes and the plain `1`/`0` alike.
-enum V2Report: Sendable, Equatable {
+/// What the device sends, as the fault modes see it: protocol 1's reports (`on`, `off`)
+/// and, under protocol 2, signed replies, v1's bytes and the plain `1`/`0` alike.
+enum Report: Sendable, Equatable {
     /// The relay went on: `0x90`, v1's `0x01`, plain `1`.
     case on
     /// The relay went off: `0x91`, v1's `0x00`, plain `0`.
@@ -46,7 +46,7 @@ enum V2Report: Sendable, Equatable {
         case .noRelease:
             return self == .off ? .drop : .send(copies: 1)
         case .garbage:
-            // One invalid answer in place of the whole cycle, as under v1.
+            // One invalid answer in place of the whole cycle, like a device with the wrong firmware.
             return self == .off ? .drop : .corrupt
         case .duplicate:
             return .send(copies: 2)
