@@ -3,10 +3,13 @@
  * connect (MQTT 3.1.1, keep-alive 60, client id bench-XXXXXXXX), subscribe to
  * the status topic at QoS 0, wait for the SUBACK, publish the trigger (Unix time,
  * QoS 0, not retained), then wait for a non-retained `1` and then `0`; 5 s budget.
- * Usage: baseline-mqtt HOST PORT [--tls CAFILE] [--nodelay]
+ * Usage: baseline-mqtt HOST PORT [--tls CAFILE] [--nodelay] [--exchange]
  * --nodelay sets MOSQ_OPT_TCP_NODELAY (off by default in libmosquitto, as in gate):
  * without it, Nagle's algorithm holds CONNECT back until the server acknowledges the
  * TLS Finished, one round trip more through a remote broker (scripts/bench/remote).
+ * --exchange prints the milliseconds from the PUBLISH to the `0` on stdout: the exchange
+ * as a client whose connection is already up sees it (the daemon's warm link), the
+ * floor under a delegated opening (wire, broker and relay, no process of gate's).
  * Exit 0 on a confirmed relay cycle; 1 with a one-line reason on stderr otherwise. */
 #include <mosquitto.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@ enum phase { CONNECTING, SUBSCRIBING, WAITING_FOR_1, WAITING_FOR_0, DONE, FAILED
 static const char *waiting_for[] = { "CONNACK", "SUBACK", "`1`", "`0`" };
 static enum phase phase = CONNECTING;
 static char reason[160];
+static struct timespec published, released;
 
 static long long now_ms(void) {
     struct timespec ts;
@@ -50,6 +54,7 @@ static void on_subscribe(struct mosquitto *mosq, void *data, int mid, int count,
         fail("publish failed", "");
         return;
     }
+    clock_gettime(CLOCK_MONOTONIC, &published);
     phase = WAITING_FOR_1;
 }
 
@@ -60,7 +65,9 @@ static void on_message(struct mosquitto *mosq, void *data, const struct mosquitt
     while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
     while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n')) end--;
     if (end - p == 1 && *p == '1') phase = WAITING_FOR_0;           /* a repeated `1` is harmless */
-    else if (end - p == 1 && *p == '0') { if (phase == WAITING_FOR_0) phase = DONE; }  /* a `0` before our `1`: another cycle's end */
+    else if (end - p == 1 && *p == '0') {  /* a `0` before our `1`: another cycle's end */
+        if (phase == WAITING_FOR_0) { clock_gettime(CLOCK_MONOTONIC, &released); phase = DONE; }
+    }
     else {
         char shown[40];
         snprintf(shown, sizeof shown, "%.*s", (int)(end - p < 32 ? end - p : 32), p);
@@ -70,15 +77,16 @@ static void on_message(struct mosquitto *mosq, void *data, const struct mosquitt
 
 int main(int argc, char **argv) {
     const char *cafile = NULL;
-    int nodelay = 0;
+    int nodelay = 0, exchange = 0;
     int usage = argc < 3;
     for (int i = 3; i < argc && !usage; i++) {
         if (strcmp(argv[i], "--tls") == 0 && i + 1 < argc) cafile = argv[++i];
         else if (strcmp(argv[i], "--nodelay") == 0) nodelay = 1;
+        else if (strcmp(argv[i], "--exchange") == 0) exchange = 1;
         else usage = 1;
     }
     if (usage) {
-        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE] [--nodelay]\n", argv[0]);
+        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE] [--nodelay] [--exchange]\n", argv[0]);
         return 64;
     }
     long long deadline = now_ms() + 5000;
@@ -119,7 +127,10 @@ int main(int argc, char **argv) {
     if (phase == DONE) mosquitto_disconnect(mosq);
     mosquitto_destroy(mosq);
     mosquitto_lib_cleanup();
-    if (phase == DONE) return 0;
+    if (phase == DONE) {
+        if (exchange) printf("%.3f\n", (released.tv_sec - published.tv_sec) * 1e3 + (released.tv_nsec - published.tv_nsec) / 1e6);
+        return 0;
+    }
     fprintf(stderr, "%s\n", reason);
     return 1;
 }

@@ -29,7 +29,12 @@ public enum ControlClient {
     public static func trusts(_ peer: PeerCredentials, runtimeDirectory: String) -> Bool {
         var info = stat()
         let owner = stat(runtimeDirectory, &info) == 0 ? UInt32(info.st_uid) : nil
-        return ControlTrust(ownUID: geteuid(), folderOwnerUID: owner, serviceUID: serviceUID()).trusts(peer.uid)
+        var trust = ControlTrust(ownUID: geteuid(), folderOwnerUID: owner, serviceUID: nil)
+        // The service user's uid is looked up only for a peer that is none of the others:
+        // the lookup goes through NSS (a module loaded, userdb folders walked), a third
+        // of a millisecond before the hello can be read.
+        if !trust.trusts(peer.uid) { trust.serviceUID = serviceUID() }
+        return trust.trusts(peer.uid)
     }
 
     /// The uid of the system user `gate`, if this machine has one.
