@@ -3,19 +3,24 @@
  * connect (MQTT 3.1.1, keep-alive 60, client id bench-XXXXXXXX), subscribe to
  * the status topic at QoS 0, wait for the SUBACK, publish the trigger (Unix time,
  * QoS 0, not retained), then wait for a non-retained `1` and then `0`; 5 s budget.
- * Usage: baseline-mqtt HOST PORT [--tls CAFILE] [--nodelay] [--exchange]
+ * Usage: baseline-mqtt HOST PORT [--tls CAFILE] [--nodelay] [--exchange] [--udp IPV4 PORT]
  * --nodelay sets MOSQ_OPT_TCP_NODELAY (off by default in libmosquitto, as in gate):
  * without it, Nagle's algorithm holds CONNECT back until the server acknowledges the
  * TLS Finished, one round trip more through a remote broker (scripts/bench/remote).
  * --exchange prints the milliseconds from the PUBLISH to the `0` on stdout: the exchange
  * as a client whose connection is already up sees it (the daemon's warm link), the
  * floor under a delegated opening (wire, broker and relay, no process of gate's).
+ * --udp sends the trigger as a UDP datagram (0x01) to the ESP32 instead of publishing it,
+ * once the SUBACK is in: `gate open` with [udp] and [mqtt], which watches the status topic
+ * before its UDP trigger leaves; the cycle is confirmed on the status topic.
  * Exit 0 on a confirmed relay cycle; 1 with a one-line reason on stderr otherwise. */
+#include <arpa/inet.h>
 #include <mosquitto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define STATUS "iot/house/gate/esp32/status"
@@ -26,6 +31,7 @@ static const char *waiting_for[] = { "CONNACK", "SUBACK", "`1`", "`0`" };
 static enum phase phase = CONNECTING;
 static char reason[160];
 static struct timespec published, released;
+static int udp_fd = -1;
 
 static long long now_ms(void) {
     struct timespec ts;
@@ -50,7 +56,10 @@ static void on_subscribe(struct mosquitto *mosq, void *data, int mid, int count,
     if (count < 1 || granted[0] == 0x80) { fail("broker refused the subscription", ""); return; }
     char trigger[24];
     int length = snprintf(trigger, sizeof trigger, "%lld", (long long)time(NULL));
-    if (mosquitto_publish(mosq, NULL, TRIGGER, length, trigger, 0, false) != MOSQ_ERR_SUCCESS) {
+    if (udp_fd >= 0) {
+        unsigned char datagram = 1;
+        if (send(udp_fd, &datagram, 1, 0) != 1) { fail("UDP send failed", ""); return; }
+    } else if (mosquitto_publish(mosq, NULL, TRIGGER, length, trigger, 0, false) != MOSQ_ERR_SUCCESS) {
         fail("publish failed", "");
         return;
     }
@@ -83,10 +92,16 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--tls") == 0 && i + 1 < argc) cafile = argv[++i];
         else if (strcmp(argv[i], "--nodelay") == 0) nodelay = 1;
         else if (strcmp(argv[i], "--exchange") == 0) exchange = 1;
-        else usage = 1;
+        else if (strcmp(argv[i], "--udp") == 0 && i + 2 < argc) {
+            struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[i + 2])) };
+            if (inet_pton(AF_INET, argv[i + 1], &to.sin_addr) != 1) usage = 1;
+            udp_fd = socket(AF_INET, SOCK_DGRAM, 0);
+            if (udp_fd < 0 || connect(udp_fd, (struct sockaddr *)&to, sizeof to) != 0) { perror("udp"); return 1; }
+            i += 2;
+        } else usage = 1;
     }
     if (usage) {
-        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE] [--nodelay] [--exchange]\n", argv[0]);
+        fprintf(stderr, "usage: %s HOST PORT [--tls CAFILE] [--nodelay] [--exchange] [--udp IPV4 PORT]\n", argv[0]);
         return 64;
     }
     long long deadline = now_ms() + 5000;
