@@ -17,7 +17,7 @@
     X(loop_start) X(loop_stop) X(loop) X(socket) X(subscribe) X(publish) X(disconnect) X(strerror) \
     X(connack_string) X(connect_callback_set) X(disconnect_callback_set) \
     X(subscribe_callback_set) X(publish_callback_set) X(message_callback_set) \
-    X(log_callback_set) X(will_set) X(subscribe_v5) X(want_write)
+    X(log_callback_set) X(will_set) X(subscribe_v5)
 
 struct gate_mosquitto_api {
 #define GATE_MOSQ_FIELD(name) __typeof__(mosquitto_##name) *name;

@@ -124,13 +124,6 @@ public final class MosquittoClient: @unchecked Sendable {
         api.socket(handle)
     }
 
-    /// Whether packets wait to be written (one queued inside a callback, or a TLS
-    /// write that must be retried): a caller that polls `socket` then waits for
-    /// `POLLOUT` too.
-    public var wantsToWrite: Bool {
-        api.want_write(handle)
-    }
-
     /// Stops the network thread (after a disconnect, or at once when `force`).
     public func stopLoop(force: Bool = true) {
         if loopRunning.exchange(false, ordering: .acquiringAndReleasing) { _ = api.loop_stop(handle, force) }

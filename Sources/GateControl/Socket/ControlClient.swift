@@ -30,9 +30,8 @@ public enum ControlClient {
         var info = stat()
         let owner = stat(runtimeDirectory, &info) == 0 ? UInt32(info.st_uid) : nil
         var trust = ControlTrust(ownUID: geteuid(), folderOwnerUID: owner, serviceUID: nil)
-        // The service user's uid is looked up only for a peer that is none of the others:
-        // the lookup goes through NSS (a module loaded, userdb folders walked), a third
-        // of a millisecond before the hello can be read.
+        // Looked up only for a peer that is none of the others: NSS loads a module and
+        // walks the userdb folders, a third of a millisecond before the hello is read.
         if !trust.trusts(peer.uid) { trust.serviceUID = serviceUID() }
         return trust.trusts(peer.uid)
     }

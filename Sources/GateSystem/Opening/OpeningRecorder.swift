@@ -133,11 +133,6 @@ public final class OpeningRecorder: Sendable {
         }
     }
 
-    /// When the opening before this one ended, if it sent a trigger (the cooldown's start).
-    public var previousEnd: MonotonicInstant? {
-        lock.previous?.cooldownStart.map(MonotonicInstant.init(nanoseconds:))
-    }
-
     /// Called just before a trigger is sent (`TriggerPermit`), from the sending thread.
     public func recordTrigger(at instant: MonotonicInstant) {
         lock.recordTrigger(at: instant)
