@@ -64,7 +64,7 @@ enum PasswordInput {
         guard !notUTF8 else {
             return .failure(Problem(message: "\(origin) is not UTF-8 text, which the Secret Service stores"))
         }
-        return .success(Secret(bytes: Array(bytes)))
+        return .success(Secret(bytes: bytes))
     }
 
     /// Everything up to end of file, or a problem when there is more than fits.

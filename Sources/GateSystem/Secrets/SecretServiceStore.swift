@@ -84,7 +84,7 @@ public final class SecretServiceStore {
         return withExtendedLifetime(found) {
             let count = strlen(found.pointer)
             return found.pointer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
-                Secret(bytes: Array(UnsafeBufferPointer(start: bytes, count: count)))
+                Secret(bytes: UnsafeBufferPointer(start: bytes, count: count))
             }
         }
     }
