@@ -1,11 +1,11 @@
 #ifndef GATE_CMOSQUITTO_SHIM_H
 #define GATE_CMOSQUITTO_SHIM_H
 
-/* libmosquitto is loaded with dlopen the first time MQTT is used, not linked:
- * linking it makes the dynamic loader load and relocate libssl and libcrypto
- * on every start, about 2 ms, which a UDP opening (or `gate status`) should not
- * pay. The prototypes still come from mosquitto.h, so the table below cannot
- * drift from the library's real signatures. */
+/* libmosquitto is loaded with dlopen the first time MQTT is used, not linked: it
+ * is optional at run time (the package recommends libmosquitto1; a UDP-only gate
+ * runs without it, and says what is missing when MQTT is configured). The
+ * prototypes still come from mosquitto.h, so the table below cannot drift from
+ * the library's real signatures. */
 
 #include <dlfcn.h>
 #include <stddef.h>
