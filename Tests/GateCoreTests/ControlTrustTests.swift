@@ -21,4 +21,21 @@ struct ControlTrustTests {
         #expect(!trust.trusts(65534))
         #expect(!ControlTrust(ownUID: 1000, folderOwnerUID: nil, serviceUID: nil).trusts(998))
     }
+
+    @Test("The service's user is looked up only for a peer that is none of the others, and then trusted")
+    func serviceLookedUpOnlyWhenNeeded() {
+        var lookups = 0
+        let lookUp = { () -> UInt32? in
+            lookups += 1
+            return 998
+        }
+        for peer: UInt32 in [0, 1000, 4242] {
+            #expect(ControlTrust.trusts(peer, ownUID: 1000, folderOwnerUID: 4242, service: lookUp))
+        }
+        #expect(lookups == 0)
+        #expect(ControlTrust.trusts(998, ownUID: 1000, folderOwnerUID: 4242, service: lookUp))
+        #expect(lookups == 1)
+        #expect(!ControlTrust.trusts(1001, ownUID: 1000, folderOwnerUID: 4242, service: lookUp))
+        #expect(!ControlTrust.trusts(998, ownUID: 1000, folderOwnerUID: 0) { nil })
+    }
 }

@@ -23,6 +23,14 @@ public struct ControlTrust: Sendable, Hashable {
         peerUID == 0 || peerUID == ownUID || peerUID == folderOwnerUID || peerUID == serviceUID
     }
 
+    /// The same, with the service's user looked up (through NSS: a module loaded, the
+    /// userdb folders walked) only for a peer that is none of the others.
+    public static func trusts(_ peer: UInt32, ownUID: UInt32, folderOwnerUID: UInt32?, service: () -> UInt32?) -> Bool {
+        var trust = ControlTrust(ownUID: ownUID, folderOwnerUID: folderOwnerUID, serviceUID: nil)
+        if !trust.trusts(peer) { trust.serviceUID = service() }
+        return trust.trusts(peer)
+    }
+
     /// The service's user name in the deploy files (`gate.service`, sysusers).
     public static let serviceUser = "gate"
 }

@@ -29,11 +29,7 @@ public enum ControlClient {
     public static func trusts(_ peer: PeerCredentials, runtimeDirectory: String) -> Bool {
         var info = stat()
         let owner = stat(runtimeDirectory, &info) == 0 ? UInt32(info.st_uid) : nil
-        var trust = ControlTrust(ownUID: geteuid(), folderOwnerUID: owner, serviceUID: nil)
-        // Looked up only for a peer that is none of the others: NSS loads a module and
-        // walks the userdb folders, a third of a millisecond before the hello is read.
-        if !trust.trusts(peer.uid) { trust.serviceUID = serviceUID() }
-        return trust.trusts(peer.uid)
+        return ControlTrust.trusts(peer.uid, ownUID: geteuid(), folderOwnerUID: owner, service: serviceUID)
     }
 
     /// The uid of the system user `gate`, if this machine has one.
